@@ -1,0 +1,40 @@
+# Two commands: `make run` installs and starts the app; `make test` installs everything and runs every test.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+
+.PHONY: run test lint system-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.run-deps: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $(VENV)/.run-deps $@
+
+## run: install what the app needs and start it on http://localhost:$(PORT) (SQLite under ./data/)
+run: $(VENV)/.run-deps
+	mkdir -p data
+	$(BIN)/streamlit run app.py --server.port $(PORT)
+
+## system-deps: Debian packages the tests drive (Chromium for the browser tests)
+system-deps:
+	bash scripts/install-system-deps.sh
+
+## test: install everything (browser included) and run lint and every test
+test: $(VENV)/.dev-deps system-deps
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.dev-deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

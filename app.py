@@ -1,0 +1,27 @@
+"""The router: page config, navigation over the pages, and the shared sidebar."""
+
+import streamlit as st
+
+from db import safe_url
+from settings import get_settings
+from ui.resources import get_engine
+
+
+def main() -> None:
+    """Route the run to the page the URL names; every page goes through here."""
+    st.set_page_config(page_title="LLM serving decisions", page_icon="⚡", layout="wide")
+    pages = {
+        "": [st.Page("pages/home.py", title="Overview", icon=":material/home:", url_path="home", default=True)],
+        "Decide": [
+            st.Page("pages/tco.py", title="Cost calculator", icon=":material/payments:", url_path="tco"),
+        ],
+    }
+    page = st.navigation(pages)
+    get_engine()  # creates the database (SQLite under ./data/ by default) on first start
+    with st.sidebar:
+        st.caption(f"Database: `{safe_url(get_settings().database_url)}`")
+    page.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+"""Overview: what the dashboard answers and where to start."""
+
+import streamlit as st
+
+from ui.router import require_router
+
+require_router()
+
+st.title("LLM serving decisions")
+st.markdown(
+    "Three questions, one place: **what will it cost**, **what should we run**, and **how fast is it really**. "
+    "Every page keeps its inputs in the URL, so a link shows the same scenario on another screen."
+)
+left, mid, right = st.columns(3)
+with left.container(border=True):
+    st.subheader(":material/payments: What will it cost?")
+    st.write(
+        "GPU price and traffic in; cost per request, per million tokens, per month and year out, "
+        "with the GPUs the traffic needs and what each optimization saves."
+    )
+    st.page_link("pages/tco.py", label="Open the cost calculator", icon=":material/arrow_forward:")

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install the Debian packages the tests need (Chromium for Playwright), if they are missing.
+set -euo pipefail
+packages=()
+[ -x /usr/bin/chromium ] || packages+=(chromium)
+if [ ${#packages[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "installing Debian packages: ${packages[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >&2

@@ -1,0 +1,58 @@
+"""The cost model's entry point: inputs in, every figure the page shows out."""
+
+from pydantic import BaseModel, ConfigDict
+
+from catalog import load_handbook
+from tco.cost import Capacity, Fleet
+from tco.inputs import TcoInputs
+from tco.levers import LeverChain, lever_chain
+from tco.sensitivity import CurvePoint, SensitivityBar, sensitivity, throughput_curve
+
+
+class TcoResult(BaseModel):
+    """The estimate for one scenario."""
+
+    model_config = ConfigDict(frozen=True)
+
+    inputs: TcoInputs
+    capacity: Capacity
+    fleet: Fleet
+    levers: LeverChain
+    sensitivity: list[SensitivityBar]
+    curve: list[CurvePoint]
+    notes: list[str]
+
+
+def _notes(inputs: TcoInputs, cap: Capacity, fleet: Fleet) -> list[str]:
+    slo = load_handbook().slo
+    notes = []
+    if cap.output_tok_s_per_gpu < slo.min_output_tok_s_per_gpu:
+        notes.append(
+            f"{cap.output_tok_s_per_gpu:,.0f} output tok/s per GPU is below the handbook's economic floor of "
+            f"{slo.min_output_tok_s_per_gpu:,.0f} tok/s per card (Q3): check batching and the engine's settings."
+        )
+    if fleet.utilization_at_average is not None and fleet.utilization_at_average < 0.3:
+        notes.append(
+            f"At average traffic the fleet is {fleet.utilization_at_average:.0%} busy: idle capacity makes each "
+            "request cost more than at full load. Autoscaling or a lower peak ratio would close the gap."
+        )
+    if inputs.speculative and inputs.acceptance_pct < inputs.break_even_acceptance_pct:
+        notes.append(
+            f"Speculative decoding at {inputs.acceptance_pct:g}% acceptance is below the break-even of "
+            f"{inputs.break_even_acceptance_pct:g}%: it slows serving down (handbook 4.4)."
+        )
+    return notes
+
+
+def estimate(inputs: TcoInputs) -> TcoResult:
+    """Price one scenario: capacity, fleet, the lever chain, the sensitivity and the throughput curve."""
+    chain = lever_chain(inputs)
+    return TcoResult(
+        inputs=inputs,
+        capacity=chain.baseline,
+        fleet=chain.baseline_fleet,
+        levers=chain,
+        sensitivity=sensitivity(inputs),
+        curve=throughput_curve(inputs),
+        notes=_notes(inputs, chain.baseline, chain.baseline_fleet),
+    )

@@ -1,0 +1,52 @@
+"""Currencies, conversion at an editable rate, and money formatting that keeps small costs readable."""
+
+from enum import StrEnum
+
+
+class Currency(StrEnum):
+    """Currencies the cost model reports in."""
+
+    CNY = "CNY"
+    USD = "USD"
+
+
+def convert(amount: float, source: Currency | str, target: Currency | str, cny_per_usd: float) -> float:
+    """Convert an amount between CNY and USD at cny_per_usd."""
+    source, target = Currency(source), Currency(target)
+    if source == target:
+        return amount
+    return amount * cny_per_usd if source == Currency.USD else amount / cny_per_usd
+
+
+def format_money(amount: float | None, currency: Currency | str, *, compact: bool = False) -> str:
+    """'0.0014 CNY', '7.09 CNY', '10,800 CNY': two significant figures below 1, cents below 100, whole above.
+
+    With compact, a million and more reads '1.30M CNY'.
+    """
+    if amount is None:
+        return "—"
+    code = Currency(currency).value
+    magnitude = abs(amount)
+    if compact and magnitude >= 1e6:
+        text = f"{amount / 1e9:,.2f}B" if magnitude >= 1e9 else f"{amount / 1e6:,.2f}M"
+    elif magnitude == 0:
+        text = "0"
+    elif magnitude < 1:
+        text = f"{amount:.2g}" if magnitude >= 1e-4 else f"{amount:.2e}"
+        if "e" not in text:
+            text = f"{float(text):.{_decimals_for(float(text))}f}"
+    elif magnitude < 100:
+        text = f"{amount:,.2f}"
+    else:
+        text = f"{amount:,.0f}"
+    return f"{text} {code}"
+
+
+def _decimals_for(value: float) -> int:
+    """Decimals that show two significant figures of a value below 1 (0.0014 -> 4, 0.25 -> 2)."""
+    digits = 0
+    scaled = abs(value)
+    while scaled and scaled < 10:
+        scaled *= 10
+        digits += 1
+    return max(digits, 2)

@@ -1,0 +1,69 @@
+"""Shared fixtures: a fresh database per test, the app under `streamlit run`, and headless Chromium."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT, running_app
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "tests" / "e2e" / "artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+@pytest.fixture
+def database_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh SQLite file for this test, also set as DATABASE_URL for code that reads the settings."""
+    url = f"sqlite:///{tmp_path / 'test.db'}"
+    monkeypatch.setenv("DATABASE_URL", url)
+    from settings import get_settings
+
+    get_settings.cache_clear()
+    yield url
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app started as the README starts it, on a free port, with its own database."""
+    db_file = tmp_path_factory.mktemp("app") / "app.db"
+    with running_app(f"sqlite:///{db_file}") as base:
+        yield base
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium, headless, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: object, request: pytest.FixtureRequest) -> Iterator[object]:
+    """A fresh browser context and page; a screenshot of what it saw is kept under tests/e2e/artifacts/."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    console_errors: list[str] = []
+    tab.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+    tab.console_errors = console_errors
+    yield tab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        tab.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    finally:
+        context.close()

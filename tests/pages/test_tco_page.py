@@ -1,0 +1,109 @@
+"""The cost page under AppTest: the handbook link, URL round trips, bad links, saved scenarios."""
+
+import pytest
+
+from tests.pages.apptest import metric, open_page, texts
+
+HANDBOOK_LINK = {"price": "15", "currency": "CNY", "tps": "588", "out_tokens": "200", "hours": "720"}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_db(database_url: str) -> None:
+    from ui.resources import get_engine
+
+    get_engine.clear()
+
+
+def test_handbook_link_shows_the_handbook_figures() -> None:
+    at = open_page("tco", HANDBOOK_LINK)
+    assert not at.exception
+    assert metric(at, "Cost per request") == "0.0014 CNY"
+    assert metric(at, "Requests/s per replica") == "2.94"
+    assert metric(at, "Requests/day per replica") == "254,016"
+    assert metric(at, "Per replica per month") == "10,800 CNY"
+    assert not at.error and not at.warning
+
+
+def test_url_round_trip_editing_an_input_rewrites_the_link() -> None:
+    at = open_page("tco", HANDBOOK_LINK)
+    # Defaults are omitted from the link; the non-default hours stay.
+    assert _params(at) == {"hours": "720"}
+    at.number_input(key="tco.tps").set_value(1176.0).run()
+    assert _params(at) == {"hours": "720", "tps": "1176"}
+    assert metric(at, "Cost per request") == "0.00071 CNY"
+    # The rewritten link opens the same scenario in a fresh session.
+    again = open_page("tco", _params(at))
+    assert metric(again, "Cost per request") == "0.00071 CNY"
+    assert again.number_input(key="tco.tps").value == 1176.0
+
+
+def test_picking_a_gpu_fills_its_price_and_currency_converts() -> None:
+    at = open_page("tco", {"currency": "USD"})
+    at.selectbox(key="tco.gpu").set_value("h100-80gb-sxm").run()
+    assert at.number_input(key="tco.price").value == pytest.approx(1.99)
+    assert _params(at)["gpu"] == "h100-80gb-sxm"
+    assert metric(at, "Cost per request").endswith(" USD")
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"tps": "0"}, "`tps`"),
+        ({"tps": "abc"}, "`tps`"),
+        ({"util": "150"}, "`util`"),
+        ({"peak": "0.2"}, "`peak`"),
+        ({"currency": "EUR"}, "`currency`"),
+        ({"gpu": "Z9000"}, "`gpu`"),
+        ({"gpus": "-1"}, "`gpus`"),
+    ],
+)
+def test_bad_link_warns_once_names_the_parameter_and_shows_defaults(params: dict[str, str], named: str) -> None:
+    at = open_page("tco", {**params, "hours": "720"})
+    assert not at.exception
+    warnings = texts(at.warning)
+    assert len(warnings) == 1 and named in warnings[0]
+    assert metric(at, "Cost per request") == "0.0014 CNY"  # the default for the bad one, the rest as linked
+    assert next(iter(params)) not in _params(at)
+
+
+def test_bad_form_value_names_the_field_and_keeps_the_entry() -> None:
+    at = open_page("tco", HANDBOOK_LINK)
+    at.number_input(key="tco.util").set_value(150.0).run()
+    errors = texts(at.error)
+    assert len(errors) == 1 and "Target utilization" in errors[0] and "100" in errors[0]
+    assert at.number_input(key="tco.util").value == 150.0  # nothing the user typed is lost
+    assert not at.exception
+    assert _params(at) == {"hours": "720"}  # the link keeps the last valid scenario
+
+
+def test_save_open_and_delete_a_scenario() -> None:
+    at = open_page("tco", {"price": "20", "traffic": "5000000"})
+    at.text_input(key="tco.scenario-name").input("Big launch <script>alert(1)</script>")
+    at.button(key="FormSubmitter:tco.save-form-Save scenario").click().run()
+    link = _params(at)
+    assert "s" in link and len(link["s"]) == 6
+    assert any("Big launch" in s for s in texts(at.success))
+    # The short link alone opens the saved scenario.
+    opened = open_page("tco", {"s": link["s"]})
+    assert opened.number_input(key="tco.price").value == 20
+    assert metric(opened, "Cost per request") == metric(at, "Cost per request")
+    assert any("Big launch" in i for i in texts(opened.info))
+    # Delete it; its link then says so and shows the defaults.
+    delete = next(b for b in opened.button if b.key and b.key.startswith("tco.delete."))
+    delete.click().run()
+    gone = open_page("tco", {"s": link["s"]})
+    assert any("does not exist" in w for w in texts(gone.warning))
+    assert metric(gone, "Per replica per month") == "10,950 CNY"  # defaults: 15 CNY x 730 h
+
+
+def test_unknown_scenario_id_says_so() -> None:
+    at = open_page("tco", {"s": "zzzzzz"})
+    assert any("zzzzzz" in w and "does not exist" in w for w in texts(at.warning))
+    assert not at.exception
+
+
+def _params(at: object) -> dict[str, str]:
+    return {
+        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
+        for k in at.query_params
+    }

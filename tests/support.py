@@ -1,0 +1,66 @@
+"""Test support: free ports, waiting for a port, starting the app as the README does."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_http(url: str, timeout_s: float = 60.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except Exception as exc:
+            last = exc
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout_s}s: {last}")
+
+
+@contextmanager
+def running_app(database_url: str, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start `streamlit run app.py` on a free port with this database; yield its base URL."""
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": database_url, **(extra_env or {})}
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{base}/_stcore/health", proc=proc)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

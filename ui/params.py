@@ -1,0 +1,130 @@
+"""Pydantic input models <-> readable query parameters, with every bad value named and replaced by its default."""
+
+import enum
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+
+M = TypeVar("M", bound=BaseModel)
+
+LIST_SEPARATOR = ","
+_MAX_SHOWN_CHARS = 60
+
+
+def field_alias(name: str, field: FieldInfo) -> str:
+    """The query parameter name of a field (its alias, else its name)."""
+    return field.alias or name
+
+
+def aliases(model_cls: type[BaseModel]) -> dict[str, str]:
+    """Field name -> query parameter name."""
+    return {name: field_alias(name, f) for name, f in model_cls.model_fields.items()}
+
+
+def field_label(model_cls: type[BaseModel], alias: str) -> str:
+    """A readable label for a parameter: the field's title, else its name."""
+    for name, field in model_cls.model_fields.items():
+        if field_alias(name, field) == alias:
+            return field.title or name.replace("_", " ")
+    return alias
+
+
+def _is_sequence_field(field: FieldInfo) -> bool:
+    annotation = field.annotation
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return any(typing.get_origin(arg) in (list, tuple) for arg in typing.get_args(annotation))
+    return origin in (list, tuple)
+
+
+def _shown(raw: object) -> str:
+    text = str(raw)
+    return text if len(text) <= _MAX_SHOWN_CHARS else text[: _MAX_SHOWN_CHARS - 1] + "…"
+
+
+def format_value(value: object) -> str:
+    """A value as it reads in a URL: 15 not 15.0, true/false, enums by value, lists comma-joined."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return format_value(value.value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.10g}"
+    if isinstance(value, (list, tuple)):
+        return LIST_SEPARATOR.join(format_value(v) for v in value)
+    return str(value)
+
+
+def _prepare(model_cls: type[BaseModel], raw: Mapping[str, object]) -> dict[str, object]:
+    """Keep only the model's parameters; split comma lists."""
+    by_alias = {field_alias(n, f): f for n, f in model_cls.model_fields.items()}
+    prepared: dict[str, object] = {}
+    for alias, value in raw.items():
+        field = by_alias.get(alias)
+        if field is None:
+            continue
+        if isinstance(value, str) and _is_sequence_field(field):
+            value = [part.strip() for part in value.split(LIST_SEPARATOR) if part.strip()]
+        prepared[alias] = value
+    return prepared
+
+
+def _error_message(model_cls: type[BaseModel], alias: str, error: Mapping[str, Any], raw: object, source: str) -> str:
+    label = field_label(model_cls, alias)
+    reason = str(error.get("msg", "invalid value"))
+    if reason.startswith("Value error, "):
+        reason = reason.removeprefix("Value error, ")
+    if source == "url":
+        return f"URL parameter `{alias}` ({label}): {reason}; got '{_shown(raw)}'. Using the default instead."
+    return f"{label}: {reason}; you entered '{_shown(raw)}'."
+
+
+def validate_params(
+    model_cls: type[M], raw: Mapping[str, object], *, source: str = "url"
+) -> tuple[M, list[str], dict[str, object]]:
+    """Build the model from raw values; each invalid value is dropped (its default used) and named in a message.
+
+    Returns the model, the messages, and the raw values that were rejected (alias -> value).
+    """
+    values = _prepare(model_cls, raw)
+    messages: list[str] = []
+    rejected: dict[str, object] = {}
+    for _ in range(len(values) + 2):
+        try:
+            return model_cls.model_validate(values), messages, rejected
+        except ValidationError as exc:
+            dropped = False
+            for error in exc.errors():
+                loc = error.get("loc") or ()
+                alias = str(loc[0]) if loc else ""
+                if alias in values:
+                    rejected[alias] = raw.get(alias, values[alias])
+                    messages.append(_error_message(model_cls, alias, error, rejected[alias], source))
+                    values.pop(alias)
+                    dropped = True
+                elif not loc or alias not in values:
+                    # A rule across several fields: name it and fall back to every default.
+                    reason = str(error.get("msg", "invalid combination")).removeprefix("Value error, ")
+                    messages.append(f"{reason}. Using the defaults instead." if source == "url" else reason + ".")
+                    rejected.update(values)
+                    values = {}
+                    dropped = True
+                    break
+            if not dropped:
+                break
+    return model_cls(), messages, rejected
+
+
+def to_params(model: BaseModel, *, keep_defaults: bool = False) -> dict[str, str]:
+    """The model as query parameters, defaults omitted."""
+    default = type(model)()
+    params: dict[str, str] = {}
+    for name, field in type(model).model_fields.items():
+        value = getattr(model, name)
+        if not keep_defaults and value == getattr(default, name):
+            continue
+        params[field_alias(name, field)] = format_value(value)
+    return params
