@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Install the Debian packages the tests need (Chromium for Playwright), if they are missing.
+# Install the Debian packages the tests need (Chromium for Playwright, PostgreSQL for the shared-database tests).
 set -euo pipefail
 packages=()
 [ -x /usr/bin/chromium ] || packages+=(chromium)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || packages+=(postgresql)
 if [ ${#packages[@]} -eq 0 ]; then
   exit 0
 fi

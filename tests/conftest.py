@@ -35,6 +35,26 @@ def database_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.fixture(scope="session")
+def postgres_base_url() -> Iterator[str]:
+    """A PostgreSQL server on 127.0.0.1 for this test session (Debian's postgresql, started by the tests)."""
+    from tests.pg import postgres_server
+
+    with postgres_server() as base:
+        yield base
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same test on a fresh SQLite file and on a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'test.db'}"
+    from tests.pg import create_database
+
+    base = request.getfixturevalue("postgres_base_url")
+    return create_database(base, f"t_{abs(hash(request.node.nodeid)) % 10**12}")
+
+
+@pytest.fixture(scope="session")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app started as the README starts it, on a free port, with its own database."""
     db_file = tmp_path_factory.mktemp("app") / "app.db"

@@ -52,7 +52,7 @@ def format_value(value: object) -> str:
     if isinstance(value, enum.Enum):
         return format_value(value.value)
     if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.10g}"
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
     if isinstance(value, (list, tuple)):
         return LIST_SEPARATOR.join(format_value(v) for v in value)
     return str(value)

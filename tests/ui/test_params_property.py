@@ -1,0 +1,39 @@
+"""Property tests: any query string gives a valid model, and every rejected value is named."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tco import TcoInputs, estimate
+from ui.params import aliases, field_label, to_params, validate_params
+
+TCO_PARAMS = sorted(aliases(TcoInputs).values())
+
+values = st.one_of(
+    st.text(max_size=12),
+    st.integers(min_value=-(10**12), max_value=10**12).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["", "0", "-1", "1e309", "nan", "true", "yes", "CNY", "USD", "h100", "custom", "1,2"]),
+)
+queries = st.dictionaries(st.sampled_from([*TCO_PARAMS, "s", "junk"]), values, max_size=len(TCO_PARAMS))
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(queries)
+def test_any_query_gives_a_model_and_names_each_rejected_parameter(query: dict[str, str]) -> None:
+    model, messages, rejected = validate_params(TcoInputs, query)
+    assert isinstance(model, TcoInputs)
+    for alias in rejected:
+        assert any(f"`{alias}`" in m for m in messages) or any("defaults" in m for m in messages)
+    # Whatever survived validation is priced without an exception, and its link reproduces it.
+    estimate(model)
+    assert validate_params(TcoInputs, to_params(model))[0] == model
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(TCO_PARAMS), values, max_size=6))
+def test_form_values_are_accepted_or_named(form: dict[str, str]) -> None:
+    model, messages, rejected = validate_params(TcoInputs, form, source="form")
+    assert len(messages) >= len(rejected) and isinstance(model, TcoInputs)
+    for alias, value in rejected.items():
+        label = field_label(TcoInputs, alias)
+        assert any(m.startswith(label) and "you entered" in m for m in messages), (alias, value, messages)
