@@ -9,11 +9,12 @@ from ui.resources import get_engine
 
 def main() -> None:
     """Route the run to the page the URL names; every page goes through here."""
-    st.set_page_config(page_title="LLM serving decisions", page_icon="⚡", layout="wide")
+    st.set_page_config(page_icon="⚡", layout="wide")
     pages = {
         "": [st.Page("pages/home.py", title="Overview", icon=":material/home:", url_path="home", default=True)],
         "Decide": [
             st.Page("pages/tco.py", title="Cost calculator", icon=":material/payments:", url_path="tco"),
+            st.Page("pages/selector.py", title="Engine advisor", icon=":material/tune:", url_path="selector"),
         ],
     }
     page = st.navigation(pages)

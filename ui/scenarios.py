@@ -9,6 +9,7 @@ from db import delete_scenario, get_scenario, list_scenarios, save_scenario
 from ui.params import to_params
 from ui.resources import get_engine
 from ui.state import SCENARIO_PARAM
+from ui.text import escape_markdown
 
 
 def load_scenario_params(page: str) -> Callable[[str], tuple[dict[str, str] | None, str | None]]:
@@ -18,7 +19,7 @@ def load_scenario_params(page: str) -> Callable[[str], tuple[dict[str, str] | No
         row = get_scenario(get_engine(), scenario_id, page=page)
         if row is None:
             return None, f"Scenario '{scenario_id}' does not exist (it may have been deleted). Showing the defaults."
-        return row.params, f"Opened saved scenario “{row.name}”."
+        return row.params, f"Opened saved scenario “{escape_markdown(row.name)}”."
 
     return load
 
@@ -36,7 +37,9 @@ def scenario_panel(page: str, page_url: str, model: BaseModel, on_saved: Callabl
             params = to_params(model)
             row = save_scenario(engine, page, name or "untitled", params)
             on_saved(row.id, params)
-            st.success(f"Saved “{row.name}”. Short link: `{page_url}?{SCENARIO_PARAM}={row.id}`", icon="✅")
+            st.success(
+                f"Saved “{escape_markdown(row.name)}”. Short link: `{page_url}?{SCENARIO_PARAM}={row.id}`", icon="✅"
+            )
         rows = list_scenarios(engine, page)
         if not rows:
             st.caption("No saved scenarios yet.")
