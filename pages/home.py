@@ -19,3 +19,10 @@ with left.container(border=True):
         "with the GPUs the traffic needs and what each optimization saves."
     )
     st.page_link("pages/tco.py", label="Open the cost calculator", icon=":material/arrow_forward:")
+with mid.container(border=True):
+    st.subheader(":material/tune: What should we run?")
+    st.write(
+        "GPU, model and workload in; the engine, quantization, KV-cache and speculative-decoding advice, "
+        "the memory fit and a launch command out, every decision with its source."
+    )
+    st.page_link("pages/selector.py", label="Open the engine advisor", icon=":material/arrow_forward:")

@@ -5,13 +5,14 @@ import re
 import pytest
 from pydantic import BaseModel
 
+from selector import AdviceRequest
 from tco import TcoInputs
 from tests.support import ROOT
 from ui.params import aliases
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
-PAGE_MODELS: list[type[BaseModel]] = [TcoInputs]
+PAGE_MODELS: list[type[BaseModel]] = [TcoInputs, AdviceRequest]
 
 
 @pytest.mark.parametrize("model", PAGE_MODELS, ids=lambda m: m.__name__)

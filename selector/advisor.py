@@ -1,0 +1,688 @@
+"""The advisor's entry point: advise(request) -> Advice, every decision with its rule, reason and source."""
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from catalog import Gpu, find_gpu, load_gpus
+from selector.engines import Engine, get_engine, gpu_platform
+from selector.errors import SelectorError
+from selector.inputs import AdviceRequest
+from selector.kvcache import eight_bit_kv
+from selector.launch import LaunchCommand, Plan, launch_command
+from selector.memory import MemoryFit, fit, memory_pressure, min_gpus
+from selector.models import CUSTOM_MODEL, ModelSpec, custom_model, find_model
+from selector.quantization import AUTO, gate, get_quant, weights_gb
+from selector.rules import Rule, load_rules, matching
+from selector.speculative import Speculative, decide_speculative
+
+# Lighter formats to try, in order of preference, when the chosen one does not fit.
+FIT_FALLBACKS = ("fp8", "w8a8-int8", "awq", "nvfp4", "gguf-q4_k_m")
+
+
+class Decision(BaseModel):
+    """One decision: what, which rule fired, why (one sentence) and where the rule comes from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    topic: str
+    choice: str
+    rule_id: str
+    reason: str
+    source: str
+    handbook_choice: str = ""
+
+
+class Advice(BaseModel):
+    """The whole recommendation. `reasons` lists every decision; `warnings` name problems with the inputs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request: AdviceRequest
+    gpu_id: str
+    gpu_name: str
+    model_id: str
+    model_name: str
+    engine: str
+    engine_name: str
+    runner_up: str
+    runner_up_name: str
+    switch_when: str
+    quantization: str
+    quantization_name: str
+    kv_cache_dtype: str
+    prefix_caching: bool
+    chunked_prefill: bool
+    kv_offload_gb: int | None
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    speculative: Speculative
+    memory: MemoryFit
+    launch: LaunchCommand
+    runner_up_launch: LaunchCommand | None
+    reasons: tuple[Decision, ...]
+    today_vs_handbook: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def launch_command(self) -> str:
+        """The chosen engine's command, ready to paste."""
+        return self.launch.shell
+
+    def summary(self) -> str:
+        """One readable sentence."""
+        spec = "n-gram speculation" if self.speculative.enabled else "no speculation"
+        fit_text = (
+            f"up to {self.memory.max_concurrent_sequences} sequences of {self.memory.context_tokens} tokens"
+            if self.memory.fits
+            else "does NOT fit"
+        )
+        return (
+            f"{self.engine_name} with {self.quantization_name} weights, {self.kv_cache_dtype} KV cache and {spec} "
+            f"on {self.request.gpus}x {self.gpu_name}: {fit_text}."
+        )
+
+    def to_json_dict(self) -> dict[str, object]:
+        """The CLI's --json object."""
+        memory = self.memory.model_dump()
+        return {
+            "gpu": self.gpu_id,
+            "gpus": self.request.gpus,
+            "model": self.model_id,
+            "engine": self.engine,
+            "runner_up": self.runner_up,
+            "switch_when": self.switch_when,
+            "quantization": self.quantization,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "prefix_caching": self.prefix_caching,
+            "chunked_prefill": self.chunked_prefill,
+            "kv_offload_gb": self.kv_offload_gb,
+            "speculative": self.speculative.model_dump(),
+            "launch_command": self.launch.shell,
+            "launch_argv": list(self.launch.argv),
+            "runner_up_launch_command": self.runner_up_launch.shell if self.runner_up_launch else None,
+            "memory": memory,
+            "reasons": [d.model_dump() for d in self.reasons],
+            "today_vs_handbook": list(self.today_vs_handbook),
+            "warnings": list(self.warnings),
+        }
+
+
+def resolve_model(request: AdviceRequest) -> ModelSpec:
+    """The preset, or the custom model the request describes."""
+    if request.model != CUSTOM_MODEL:
+        return find_model(request.model)
+    if request.kv_heads > request.heads or request.heads % request.kv_heads:
+        raise SelectorError(
+            f"Custom model: {request.heads} attention heads cannot be shared by {request.kv_heads} KV "
+            "heads (KV heads must divide the attention heads)."
+        )
+    return custom_model(
+        params_b=request.params_b,
+        layers=request.layers,
+        attention_heads=request.heads,
+        kv_heads=request.kv_heads,
+        head_dim=request.head_dim,
+        max_context=request.max_context,
+    )
+
+
+def gpu_class(gpu: Gpu) -> str:
+    """apple, consumer, fp8_datacenter (H-series, B200, MI300X) or datacenter."""
+    if gpu.kind in {"apple", "consumer"}:
+        return gpu.kind
+    if gpu.native_fp8 and (gpu_platform(gpu) == "amd" or (gpu.sm or 0) >= 9.0):
+        return "fp8_datacenter"
+    return "datacenter"
+
+
+def _yn(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+class _Advisor:
+    """One advice run: collects decisions and warnings as it goes."""
+
+    def __init__(self, request: AdviceRequest) -> None:
+        self.request = request
+        self.limits = load_rules().limits
+        self.book = load_rules()
+        self.gpu = find_gpu(request.gpu)
+        self.model = resolve_model(request)
+        self.decisions: list[Decision] = []
+        self.warnings: list[str] = []
+        self.today: list[str] = []
+        self.context = request.context
+        if self.context > self.model.max_context:
+            self.warnings.append(
+                f"Context {request.context} is longer than {self.model.name}'s maximum of "
+                f"{self.model.max_context} tokens; advising for {self.model.max_context}."
+            )
+            self.context = self.model.max_context
+        self.platform = self._platform()
+
+    def _platform(self) -> str:
+        gpu, deploy = self.gpu, self.request.deploy.value
+        if gpu.kind == "apple":
+            if deploy != "apple":
+                self.warnings.append(
+                    f"{gpu.name} is Apple Silicon, so the advice is for an Apple deployment "
+                    f"(you chose deploy={deploy})."
+                )
+            return "apple"
+        if deploy == "apple":
+            self.warnings.append(
+                f"deploy=apple, but {gpu.name} is not Apple Silicon; advising for the {gpu.name} "
+                "instead. Pick an Apple GPU (M2 Ultra, M3 Ultra, M4 Max) for Mac advice."
+            )
+            return "datacenter"
+        return deploy
+
+    def facts(self, **extra: str) -> dict[str, str]:
+        r, gpu = self.request, self.gpu
+        return {
+            "platform": self.platform,
+            "vendor": gpu_platform(gpu),
+            "gpu_kind": gpu.kind,
+            "gpu_class": gpu_class(gpu),
+            "priority": r.priority.value,
+            "workload": r.workload.value,
+            "ecosystem": r.ecosystem.value,
+            "build_engines": r.build_engines.value,
+            "qlora": r.qlora.value,
+            "fp8_native": _yn(gpu.native_fp8),
+            "marlin": _yn(gpu.marlin_kernels),
+            "gpu": gpu.name,
+            "gpus": str(r.gpus),
+            "model": self.model.name,
+            "concurrency": str(r.concurrency),
+            "context": str(self.context),
+            "concurrency_band": "high" if r.concurrency >= self.limits.high_concurrency else "low",
+            **extra,
+        }
+
+    def decide(
+        self, topic: str, choice: str, rule: Rule | str, reason: str, source: str = "", handbook: str = ""
+    ) -> None:
+        rule_id = rule if isinstance(rule, str) else rule.id
+        rule_source = "" if isinstance(rule, str) else rule.source
+        self.decisions.append(
+            Decision(
+                topic=topic,
+                choice=choice,
+                rule_id=rule_id,
+                reason=reason,
+                source=source or rule_source,
+                handbook_choice=handbook,
+            )
+        )
+
+    # -- engine -------------------------------------------------------------------------------------------------
+    def choose_engine(self) -> tuple[Engine, Engine, str]:
+        facts = self.facts()
+        rules = matching(self.book.engine, facts)
+        r = self.request
+        if r.build_engines.value == "yes" and r.priority.value == "latency" and gpu_platform(self.gpu) != "nvidia":
+            self.warnings.append(
+                f"TensorRT-LLM needs NVIDIA GPUs; {self.gpu.name} is not, so the team's willingness "
+                "to build engines does not apply here."
+            )
+        tree_rule = None
+        for rule in rules:
+            engine = get_engine(rule.choice)
+            if engine.runs_on_gpu(self.gpu):
+                tree_rule = rule
+                break
+            self.decide(
+                "hardware gate",
+                f"not {engine.name}",
+                "gate.engine_hardware",
+                f"The handbook's row '{rule.id}' picks {engine.name}, but it does not run on {self.gpu.name} "
+                f"({engine.hardware}).",
+                engine.source,
+            )
+        if tree_rule is None:  # every catalog GPU runs vLLM or llama.cpp, so the catch-all rows always apply
+            raise SelectorError(f"No engine in the catalog runs on {self.gpu.name}.")
+        engine = get_engine(tree_rule.choice)
+        if r.engine != AUTO:
+            pinned = get_engine(r.engine)
+            if not pinned.runs_on_gpu(self.gpu):
+                self.warnings.append(
+                    f"{pinned.name} does not run on {self.gpu.name} ({pinned.hardware}); showing the "
+                    f"advice for {engine.name} instead."
+                )
+            elif not pinned.launchable:
+                self.warnings.append(
+                    f"{pinned.name} is {pinned.status}; the advisor gives no launch command for it, "
+                    f"so it shows the advice for {engine.name} instead."
+                )
+            else:
+                runner = engine if engine.id != pinned.id else get_engine(tree_rule.runner_up)
+                self.decide(
+                    "engine",
+                    pinned.id,
+                    "engine.pinned",
+                    f"You pinned {pinned.name}; the rules would pick {engine.name} ({tree_rule.reason_for(facts)})",
+                    pinned.source,
+                )
+                return pinned, self._runner_up(runner, pinned, rules), runner.name + " is what the rules pick here."
+        self.decide(
+            "engine",
+            engine.id,
+            tree_rule,
+            tree_rule.reason_for(facts),
+            handbook=tree_rule.handbook if tree_rule.handbook != engine.name else "",
+        )
+        runner = self._runner_up(get_engine(tree_rule.runner_up), engine, rules)
+        self.decide("runner_up", runner.id, tree_rule, tree_rule.switch_when)
+        return engine, runner, tree_rule.switch_when
+
+    def _runner_up(self, preferred: Engine, engine: Engine, rules: list[Rule]) -> Engine:
+        options = [
+            preferred,
+            *(get_engine(rule.choice) for rule in rules),
+            get_engine("vllm"),
+            get_engine("llama.cpp"),
+            get_engine("ollama"),
+        ]
+        for option in options:
+            if option.id != engine.id and option.runs_on_gpu(self.gpu) and option.launchable:
+                return option
+        return engine
+
+    # -- quantization -------------------------------------------------------------------------------------------
+    def choose_quant(self, engine: Engine) -> str:
+        r = self.request
+        pressure = memory_pressure(
+            self.model, self.gpu, gpus=r.gpus, split_kind=engine.split, context=self.context, concurrency=r.concurrency
+        )
+        self.pressure = pressure
+        facts = self.facts(memory_pressure=pressure)
+        if r.quant != AUTO:
+            pinned = get_quant(r.quant)
+            checked = gate(r.quant, self.gpu)
+            if not checked.allowed:
+                self.warnings.append(f"{checked.reason} Showing the advice with the rules' choice instead.")
+            elif r.quant not in engine.quant_methods:
+                self.warnings.append(f"{engine.name} does not serve {pinned.name}; showing the rules' choice instead.")
+            else:
+                self.decide(
+                    "quantization",
+                    r.quant,
+                    "quant.pinned",
+                    f"You pinned {pinned.name}. {checked.reason}",
+                    pinned.source,
+                )
+                if checked.degraded:
+                    self.warnings.append(checked.reason)
+                return r.quant
+        for rule in matching(self.book.quantization, facts):
+            checked = gate(rule.choice, self.gpu)
+            method = get_quant(rule.choice)
+            if not checked.allowed:
+                self.decide("architecture gate", f"not {method.name}", rule, checked.reason)
+                continue
+            if rule.choice not in engine.quant_methods:
+                self.decide(
+                    "engine gate",
+                    f"not {method.name}",
+                    "gate.engine_quant",
+                    f"{engine.name} does not serve {method.name} ({engine.quant_formats}).",
+                    engine.source,
+                )
+                continue
+            reason = rule.reason_for(facts)
+            if checked.degraded:
+                reason += " " + checked.reason
+            self.decide("quantization", rule.choice, rule, reason, handbook=rule.handbook)
+            return rule.choice
+        fallback = engine.quant_methods[0]
+        self.decide(
+            "quantization",
+            fallback,
+            "quant.engine_only",
+            f"{engine.name} serves {get_quant(fallback).name}.",
+            engine.source,
+        )
+        return fallback
+
+    def fit_quant(self, engine: Engine, quant: str, kv: str) -> str:
+        """Step to a lighter format when the chosen one does not fit at all."""
+        current = self._fit(engine, quant, kv)
+        if current.fits or self.request.quant != AUTO:
+            return quant
+        for option in FIT_FALLBACKS:
+            if (
+                option not in engine.quant_methods
+                or not gate(option, self.gpu).allowed
+                or gate(option, self.gpu).degraded
+            ):
+                continue
+            if weights_gb(self.model, option) >= weights_gb(self.model, quant):
+                continue
+            if self._fit(engine, option, kv).fits:
+                self.decide(
+                    "quantization",
+                    option,
+                    "quant.fit",
+                    f"{get_quant(quant).name} weights ({weights_gb(self.model, quant):.1f} GB) do not fit on "
+                    f"{self.request.gpus}x {self.gpu.name}; {get_quant(option).name} "
+                    f"({weights_gb(self.model, option):.1f} GB) does.",
+                    get_quant(option).source,
+                )
+                return option
+        return quant
+
+    # -- KV cache -----------------------------------------------------------------------------------------------
+    def choose_kv(self, engine: Engine, quant: str) -> str:
+        sixteen = self._fit(engine, quant, "auto")
+        facts = self.facts(kv_pressure=_yn(not sixteen.meets_concurrency))
+        eight = eight_bit_kv(engine)
+        for rule in matching(self.book.kv_cache, facts):
+            if rule.choice == "8bit" and eight is None:
+                continue
+            choice = eight if rule.choice == "8bit" and eight else "auto"
+            self.decide("kv_cache_dtype", choice, rule, rule.reason_for(facts))
+            return choice
+        return "auto"
+
+    def _fit(self, engine: Engine, quant: str, kv: str, gpus: int | None = None) -> MemoryFit:
+        return fit(
+            self.model,
+            self.gpu,
+            gpus=gpus or self.request.gpus,
+            split_kind=engine.split,
+            quant=quant,
+            kv_dtype=kv,
+            context=self.context,
+            concurrency=self.request.concurrency,
+            prefer_wide=self.request.priority.value == "latency",
+        )
+
+    # -- memory suggestions -------------------------------------------------------------------------------------
+    def suggestions(self, engine: Engine, quant: str, kv: str, result: MemoryFit) -> list[str]:
+        r, out = self.request, []
+        if result.meets_concurrency:
+            return out
+        for option in FIT_FALLBACKS:
+            if (
+                option == quant
+                or option not in engine.quant_methods
+                or not gate(option, self.gpu).allowed
+                or weights_gb(self.model, option) >= weights_gb(self.model, quant)
+            ):
+                continue
+            alt = self._fit(engine, option, kv)
+            if alt.fits:
+                out.append(
+                    f"Quantize to {get_quant(option).name}: weights {alt.weights_gb:.1f} GB, room for "
+                    f"{alt.max_concurrent_sequences} sequences."
+                )
+                break
+        eight = eight_bit_kv(engine)
+        if kv == "auto" and eight and result.fits:
+            alt = self._fit(engine, quant, eight)
+            out.append(
+                f"8-bit KV cache ({eight}): room for {alt.max_concurrent_sequences} sequences instead of "
+                f"{result.max_concurrent_sequences}."
+            )
+        need = min_gpus(
+            self.model,
+            self.gpu,
+            split_kind=engine.split,
+            quant=quant,
+            kv_dtype=kv,
+            context=self.context,
+            concurrency=r.concurrency,
+            meet_concurrency=True,
+        )
+        if need is not None and need > r.gpus:
+            out.append(f"More GPUs: {need}x {self.gpu.name} hold {r.concurrency} sequences of {self.context} tokens.")
+        if result.fits and result.max_concurrent_sequences:
+            per_seq = result.kv_budget_gb_per_gpu / max(1, result.max_concurrent_sequences // result.replicas)
+            shorter = int(
+                result.kv_budget_gb_per_gpu / per_seq * self.context / math.ceil(r.concurrency / result.replicas)
+            )
+            if shorter >= 128:
+                out.append(f"Shorter context: about {shorter} tokens per sequence lets {r.concurrency} sequences fit.")
+        if not result.fits and need is None:
+            fits_any = min_gpus(
+                self.model,
+                self.gpu,
+                split_kind=engine.split,
+                quant=quant,
+                kv_dtype=kv,
+                context=self.context,
+                concurrency=1,
+                meet_concurrency=False,
+            )
+            if fits_any is None:
+                self.warnings.append(self._nowhere_message(engine, quant, kv))
+        return out
+
+    def _nowhere_message(self, engine: Engine, quant: str, kv: str) -> str:
+        best: tuple[float, str] | None = None
+        for gpu in load_gpus():
+            if not engine.runs_on_gpu(gpu):
+                continue
+            for option in (quant, *FIT_FALLBACKS):
+                if option not in engine.quant_methods or not gate(option, gpu).allowed:
+                    continue
+                count = min_gpus(
+                    self.model,
+                    gpu,
+                    split_kind=engine.split,
+                    quant=option,
+                    kv_dtype=kv,
+                    context=self.context,
+                    concurrency=1,
+                    meet_concurrency=False,
+                )
+                if count is not None:
+                    memory = count * gpu.memory_gb
+                    if best is None or memory < best[0]:
+                        best = (memory, f"{count}x {gpu.name} with {get_quant(option).name}")
+                    break
+        limit = self.limits.max_gpus
+        head = (
+            f"{self.model.name} does not fit on any count (1-{limit}) of {self.gpu.name} with "
+            f"{get_quant(quant).name} weights, even with one sequence of {self.context} tokens."
+        )
+        if best is None:
+            return head + " No GPU in the catalog holds it on one node; pick a smaller model."
+        return head + f" Nearest valid setup: {best[1]}; or pick a smaller model."
+
+    # -- the rest -------------------------------------------------------------------------------------------------
+    def run(self) -> Advice:
+        r = self.request
+        engine, runner, switch_when = self.choose_engine()
+        quant = self.choose_quant(engine)
+        quant = self.fit_quant(engine, quant, "auto")
+        kv = self.choose_kv(engine, quant)
+        result = self._fit(engine, quant, kv)
+        limits = self.limits
+        offload_gb = None
+        if result.fits and not result.meets_concurrency and engine.id in {"vllm", "sglang"}:
+            overflow = r.concurrency / max(1, result.max_concurrent_sequences)
+            if overflow <= limits.offload_max_overflow:
+                offload_gb = math.ceil(result.kv_shortfall_gb_per_gpu * result.split * result.replicas * 1.074) + 1
+                self.decide(
+                    "kv_offload",
+                    f"{offload_gb} GiB",
+                    "kv.offload_peaks",
+                    f"Peaks of {r.concurrency} sequences exceed the {result.max_concurrent_sequences} the GPUs "
+                    "hold by a little, so offload KV to CPU memory for peaks only (a few hundred ms of jitter).",
+                    f"handbook 5.3 (offload for peaks only); {engine.source}",
+                    handbook="--swap-space 16" if engine.id == "vllm" else "",
+                )
+        if offload_gb is None:
+            self.decide(
+                "kv_offload",
+                "off",
+                "kv.offload_off",
+                "KV offload to CPU only protects peaks and adds latency jitter; "
+                + (
+                    "it is not needed here."
+                    if result.meets_concurrency or not result.fits
+                    else f"{engine.name} has no peak offload, or the gap is too large for it."
+                ),
+                "handbook 5.3 (offload to CPU memory for peaks only)",
+            )
+        result = result.model_copy(update={"suggestions": tuple(self.suggestions(engine, quant, kv, result))})
+        self._memory_decision(result)
+        self._caching_decisions(engine)
+        facts = self.facts(engine_has_spec=_yn(bool(engine.spec_methods)))
+        spec = decide_speculative(self.model, engine, facts)
+        self.decide("speculative", spec.method, spec.rule_id, spec.reason, spec.source)
+        max_seqs = min(limits.max_num_seqs_max, max(limits.max_num_seqs_min, 2 ** math.ceil(math.log2(r.concurrency))))
+        batched = limits.batched_tokens_latency if r.priority.value == "latency" else limits.batched_tokens_throughput
+        favours = "smooth decode" if batched == limits.batched_tokens_latency else "throughput"
+        self.decide(
+            "batching",
+            f"max-num-seqs {max_seqs}, max-num-batched-tokens {batched}",
+            "batching.checklist",
+            f"{max_seqs} sequences per step covers a target of {r.concurrency}; "
+            f"{batched} tokens per step favours {favours}.",
+            limits.source,
+        )
+        plan_kwargs = {
+            "model": self.model,
+            "split": result.split,
+            "replicas": result.replicas,
+            "context": self.context,
+            "max_num_seqs": max_seqs,
+            "batched_tokens": batched,
+            "gpu_memory_utilization": limits.gpu_memory_utilization,
+            "slots": max(1, min(r.concurrency, result.max_concurrent_sequences)),
+        }
+        launch = launch_command(
+            Plan(engine=engine, quant=quant, kv_dtype=kv, speculative=spec, offload_gb=offload_gb, **plan_kwargs)
+        )
+        runner_launch = None
+        if runner.id != engine.id:
+            runner_quant = quant if quant in runner.quant_methods else runner.quant_methods[0]
+            runner_kv = kv if kv == "auto" or kv == eight_bit_kv(runner) else (eight_bit_kv(runner) or "auto")
+            runner_spec = decide_speculative(
+                self.model, runner, self.facts(engine_has_spec=_yn(bool(runner.spec_methods)))
+            )
+            runner_launch = launch_command(
+                Plan(engine=runner, quant=runner_quant, kv_dtype=runner_kv, speculative=runner_spec, **plan_kwargs)
+            )
+        for item in (engine, runner):
+            if item.today_vs_handbook and item.today_vs_handbook not in self.today:
+                self.today.append(item.today_vs_handbook)
+        if engine.lifecycle != "active":
+            self.warnings.append(f"{engine.name} is {engine.status}.")
+        method = get_quant(quant)
+        return Advice(
+            request=r,
+            gpu_id=self.gpu.id,
+            gpu_name=self.gpu.name,
+            model_id=self.model.id,
+            model_name=self.model.name,
+            engine=engine.id,
+            engine_name=engine.name,
+            runner_up=runner.id,
+            runner_up_name=runner.name,
+            switch_when=switch_when,
+            quantization=quant,
+            quantization_name=method.name,
+            kv_cache_dtype=kv,
+            prefix_caching=True,
+            chunked_prefill=engine.split == "tensor",
+            kv_offload_gb=offload_gb,
+            max_num_seqs=max_seqs,
+            max_num_batched_tokens=batched,
+            speculative=spec,
+            memory=result,
+            launch=launch,
+            runner_up_launch=runner_launch,
+            reasons=tuple(self.decisions),
+            today_vs_handbook=tuple(self.today),
+            warnings=tuple(self.warnings),
+        )
+
+    def _memory_decision(self, result: MemoryFit) -> None:
+        if result.fits:
+            text = (
+                f"{result.weights_gb:.1f} GB of weights over {result.split} GPU(s) leave "
+                f"{result.kv_budget_gb_per_gpu:.1f} GB per GPU for KV at {result.kv_bytes_per_token_per_gpu:,} bytes "
+                f"per token: up to {result.max_concurrent_sequences} sequences of {result.context_tokens} tokens."
+            )
+            choice = (
+                "fits"
+                if result.meets_concurrency
+                else f"fits {result.max_concurrent_sequences} of {result.target_concurrency}"
+            )
+        else:
+            text = (
+                f"{result.weights_gb:.1f} GB of weights over {result.split} GPU(s) leave no room for even one "
+                f"sequence of {result.context_tokens} tokens in {result.memory_gb_per_gpu:g} GB per GPU."
+            )
+            choice = "does not fit"
+            self.warnings.append(
+                f"{self.model.name} does not fit on {self.request.gpus}x {self.gpu.name}. "
+                + " ".join(result.suggestions).strip()
+            )
+        if result.fits and not result.meets_concurrency:
+            self.warnings.append(
+                f"Only {result.max_concurrent_sequences} of the {result.target_concurrency} target "
+                "sequences fit. " + " ".join(result.suggestions)
+            )
+        self.decide(
+            "memory",
+            choice,
+            "memory.fit",
+            text,
+            "KV bytes per token = 2 x layers x KV heads x head size x dtype bytes (model config.json); "
+            f"{self.limits.source}",
+        )
+        if result.replicas > 1 or result.split > 1:
+            self.decide(
+                "parallelism",
+                f"tensor parallel {result.split} x {result.replicas} replica(s)",
+                "memory.split",
+                f"Each copy spans {result.split} GPU(s) ({self.model.attention_heads} attention heads must "
+                f"divide evenly); {result.replicas} copies share the traffic.",
+                "vLLM/SGLang: tensor parallel size must divide the attention heads",
+            )
+
+    def _caching_decisions(self, engine: Engine) -> None:
+        if engine.prefix_caching_default == "on":
+            handbook = "--enable-prefix-caching" if engine.id == "vllm" else ""
+            self.decide(
+                "prefix_caching",
+                "on (engine default)",
+                "kv.prefix_default_on",
+                f"{engine.name} caches shared prefixes by default ({engine.prefix_caching}); system prompts "
+                "reused at 80% cut TTFT 60-90%.",
+                f"handbook 5.2 and 6.2; {engine.source}",
+                handbook=handbook,
+            )
+        else:
+            self.decide(
+                "prefix_caching",
+                "on (--enable-prefix-caching)",
+                "kv.prefix_enable_flag",
+                f"{engine.name}'s prefix caching is off by default, so the command turns it on; the handbook "
+                "says always enable it.",
+                f"handbook 6.2; {engine.source}",
+            )
+        handbook = "--enable-chunked-prefill" if engine.id == "vllm" else ""
+        self.decide(
+            "chunked_prefill",
+            engine.chunked_prefill,
+            "kv.chunked_prefill",
+            f"Chunked prefill keeps long prompts from stalling decode: {engine.name}: {engine.chunked_prefill}.",
+            f"handbook 6.2; {engine.source}",
+            handbook=handbook,
+        )
+
+
+def advise(request: AdviceRequest) -> Advice:
+    """Recommend engine, quantization, KV cache, speculation, memory fit and launch command for one request.
+
+    Raises SelectorError (or GpuLookupError) for names it cannot resolve; everything else becomes a warning
+    in the result, with the nearest valid advice.
+    """
+    return _Advisor(request).run()

@@ -1,0 +1,96 @@
+"""The engine catalog: status, hardware, quantization, caching, speculation and server facts, with sources."""
+
+import csv
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from catalog import Gpu
+from catalog.matching import match_names
+from selector.errors import UnknownEngineError
+
+ENGINES_CSV = Path(__file__).parent / "data" / "engines.csv"
+
+Platform = Literal["nvidia", "amd", "apple", "cpu", "intel"]
+
+
+def _split(value: object) -> object:
+    return tuple(a.strip() for a in value.split(";") if a.strip()) if isinstance(value, str) else value
+
+
+class Engine(BaseModel):
+    """One engine row of selector/data/engines.csv."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    lifecycle: Literal["active", "maintenance", "archived"]
+    status: str
+    runs_on: tuple[Platform, ...]
+    hardware: str
+    quant_methods: tuple[str, ...]
+    quant_formats: str
+    openai_server: str
+    default_port: int
+    prefix_caching: str
+    prefix_caching_default: Literal["on", "off"]
+    chunked_prefill: str
+    speculative_decoding: str
+    spec_methods: tuple[str, ...]
+    multi_gpu: str
+    split: Literal["tensor", "layer"]
+    kv_cache_quant: str
+    kv_offload: str
+    launchable: bool
+    today_vs_handbook: str
+    gotchas: str
+    source: str
+    source_snapshot: str
+
+    @field_validator("aliases", "runs_on", "quant_methods", "spec_methods", mode="before")
+    @classmethod
+    def _split_lists(cls, value: object) -> object:
+        return _split(value)
+
+    @field_validator("launchable", mode="before")
+    @classmethod
+    def _yes_no(cls, value: object) -> object:
+        return value == "yes" if isinstance(value, str) else value
+
+    def runs_on_gpu(self, gpu: Gpu) -> bool:
+        """Whether the engine supports this GPU's platform."""
+        return gpu_platform(gpu) in self.runs_on
+
+
+def gpu_platform(gpu: Gpu) -> Platform:
+    """The software platform a GPU needs: nvidia (CUDA), amd (ROCm) or apple (Metal)."""
+    if gpu.kind == "apple" or gpu.vendor.lower() == "apple":
+        return "apple"
+    if gpu.vendor.lower() == "amd":
+        return "amd"
+    return "nvidia"
+
+
+@cache
+def load_engines() -> tuple[Engine, ...]:
+    """Every engine, in file order."""
+    with ENGINES_CSV.open(newline="", encoding="utf-8") as handle:
+        return tuple(Engine.model_validate(row) for row in csv.DictReader(handle))
+
+
+def get_engine(engine_id: str) -> Engine:
+    """An engine by its exact id."""
+    return {e.id: e for e in load_engines()}[engine_id]
+
+
+def find_engine(name: str) -> Engine:
+    """Look an engine up forgivingly ('trtllm', 'TensorRT-LLM', 'vllm')."""
+    engines = {e.id: e for e in load_engines()}
+    found, candidates = match_names(name, {e.id: (e.id, e.name, *e.aliases) for e in engines.values()})
+    if found is None:
+        raise UnknownEngineError(name, candidates, list(engines))
+    return engines[found]

@@ -1,0 +1,107 @@
+"""Every generated launch command parses with its engine's documented flags, and uses today's spellings."""
+
+import itertools
+import shlex
+
+import pytest
+
+from selector import AdviceRequest, LaunchCommand, advise, load_engines
+from tests.selector.flag_specs import OLLAMA_ENV, SPECS, Refused
+
+SCENARIOS = [
+    {},
+    {"gpu": "H100", "priority": "latency", "build_engines": "yes", "workload": "code"},
+    {"gpu": "H100", "priority": "throughput", "workload": "rag", "model": "llama3.1-70b", "gpus": "2"},
+    {"gpu": "A800", "ecosystem": "chinese", "model": "qwen2.5-14b", "concurrency": "64"},
+    {"gpu": "A800", "gpus": "4", "model": "qwen2.5-72b", "priority": "throughput"},
+    {"gpu": "A800", "gpus": "2", "model": "llama3.1-70b", "priority": "throughput", "concurrency": "64"},
+    {"gpu": "L40S", "ecosystem": "hf", "workload": "agent"},
+    {"gpu": "A10G", "qlora": "yes"},
+    {"gpu": "M2 Ultra", "deploy": "apple", "model": "qwen2.5-32b"},
+    {"gpu": "RTX 4090", "deploy": "edge"},
+    {"gpu": "MI300X", "model": "qwen2.5-72b", "priority": "throughput"},
+    {"gpu": "B200", "quant": "nvfp4"},
+    {"gpu": "H100", "gpus": "8", "model": "qwen2.5-7b", "workload": "batch", "concurrency": "512"},
+]
+LAUNCHABLE = [e.id for e in load_engines() if e.launchable]
+
+
+def _commands() -> list[tuple[str, LaunchCommand]]:
+    out = []
+    for scenario, engine in itertools.product(SCENARIOS, ["auto", *LAUNCHABLE]):
+        advice = advise(AdviceRequest.model_validate({**scenario, "engine": engine}))
+        out.append((f"{scenario}-{engine}->{advice.engine}", advice.launch))
+        if advice.runner_up_launch is not None:
+            out.append((f"{scenario}-{engine}->runner-up {advice.runner_up}", advice.runner_up_launch))
+    return out
+
+
+COMMANDS = _commands()
+
+
+def _parse(command: LaunchCommand) -> object:
+    words = shlex.split(command.command_line)
+    if command.engine_id == "ollama":
+        env = dict(w.split("=", 1) for w in words if "=" in w)
+        assert set(env) <= OLLAMA_ENV
+        assert words[len(env) :] == ["ollama", "serve"]
+        assert all(cmd[:2] == ("ollama", "pull") and len(cmd) == 3 for cmd in command.then)
+        return env
+    prefix, parser = SPECS[command.engine_id]
+    assert words[: len(prefix)] == prefix
+    return parser().parse_args(words[len(prefix) :])
+
+
+def test_every_launchable_engine_is_exercised() -> None:
+    assert {c.engine_id for _, c in COMMANDS} == set(LAUNCHABLE)
+
+
+@pytest.mark.parametrize(("label", "command"), COMMANDS, ids=[label for label, _ in COMMANDS])
+def test_command_parses_with_the_engines_documented_flags(label: str, command: LaunchCommand) -> None:
+    try:
+        _parse(command)
+    except Refused as exc:
+        pytest.fail(f"{command.command_line}\n-> {exc}")
+    for word in ("--swap-space", "--speculative-model", "--num-speculative-tokens", "--ngram-prompt-lookup-max"):
+        assert word not in command.command_line
+
+
+def test_the_multi_line_form_is_the_same_command_as_the_one_line_form() -> None:
+    for _, command in COMMANDS:
+        body = command.shell
+        for name, content in command.files.items():
+            body = body.replace(f"cat > {name} <<'EOF'\n{content.rstrip()}\nEOF\n", "")
+        for cmd in command.then:
+            body = body.replace("\n" + shlex.join(cmd), "")
+        # bash joins a backslash-newline; so does this test before splitting
+        assert shlex.split(body.replace("\\\n", " ")) == shlex.split(command.command_line)
+
+
+def test_vllm_ngram_speculation_uses_the_speculative_config_json() -> None:
+    advice = advise(AdviceRequest(workload="code"))
+    args = _parse(advice.launch)
+    assert args.speculative_config == {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}
+
+
+def test_tensorrt_llm_writes_its_yaml_options_file() -> None:
+    advice = advise(AdviceRequest(gpu="h100-80gb-sxm", priority="latency", build_engines="yes", workload="code"))
+    assert advice.engine == "tensorrt-llm"
+    yaml = advice.launch.files["extra.yml"]
+    assert "dtype: fp8" in yaml and "decoding_type: NGram" in yaml and "enable_chunked_prefill: true" in yaml
+    assert _parse(advice.launch).extra_llm_api_options == "extra.yml"
+
+
+def test_tensor_parallel_follows_the_memory_fit() -> None:
+    advice = advise(AdviceRequest(gpu="h100-80gb-sxm", gpus=2, model="llama3.1-70b", priority="throughput"))
+    assert _parse(advice.launch).tensor_parallel_size == advice.memory.split == 2
+    replicas = advise(
+        AdviceRequest(gpu="h100-80gb-sxm", gpus=8, workload="batch", concurrency=512, priority="throughput")
+    )
+    args = _parse(replicas.launch)
+    assert args.tensor_parallel_size * (args.data_parallel_size or 1) == 8
+
+
+def test_llama_cpp_shares_context_between_its_slots() -> None:
+    advice = advise(AdviceRequest(gpu="apple-m2-ultra", deploy="apple", context=8192, concurrency=4))
+    args = _parse(advice.launch)
+    assert (args.parallel, args.ctx_size) == (4, 4 * 8192)
