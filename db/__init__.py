@@ -1,16 +1,23 @@
 """The database: engine, tables and every query (the only package that knows SQL)."""
 
-from db import scenarios
+from db import runs, scenarios
 from db.engine import init_db, make_engine, safe_url, session_factory
+from db.runs import RunRecorder, delete_run, get_run, list_runs, recover_interrupted_runs
 from db.scenarios import Scenario, delete_scenario, get_scenario, list_scenarios, save_scenario
 
 __all__ = [
+    "RunRecorder",
     "Scenario",
+    "delete_run",
     "delete_scenario",
+    "get_run",
     "get_scenario",
     "init_db",
+    "list_runs",
     "list_scenarios",
     "make_engine",
+    "recover_interrupted_runs",
+    "runs",
     "safe_url",
     "save_scenario",
     "scenarios",

@@ -87,3 +87,11 @@ def page(browser: object, request: pytest.FixtureRequest) -> Iterator[object]:
         tab.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     finally:
         context.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests run last: Playwright's sync API keeps an event loop running in the main thread, and
+    code under test that calls asyncio.run() (the probe's CLI) cannot run after it has started."""
+    uses_browser = [item for item in items if {"browser", "page"} & set(getattr(item, "fixturenames", ()))]
+    rest = [item for item in items if item not in uses_browser]
+    items[:] = rest + uses_browser

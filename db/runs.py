@@ -1,0 +1,377 @@
+"""Probe runs, their levels and per-request samples: tables, every query, and a recorder for the probe's callbacks."""
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Engine,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    case,
+    delete,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from db.base import Base
+from db.engine import session_factory
+from probes.config import RunSettings, redact_url
+from probes.metrics import best_concurrency_within_slo, summarize_level
+from probes.models import LevelResult, RequestSample, RunResult, RunStatus
+
+HEARTBEAT_STALE_S = 120.0  # a running run whose heartbeat is older than this is taken as interrupted
+MAX_TEXT_CHARS = 2000
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class RunRow(Base):
+    """One probe run (the endpoint without credentials; the settings without the key)."""
+
+    __tablename__ = "probe_runs"
+    __table_args__ = (
+        Index("ix_probe_runs_endpoint_model_started", "endpoint", "model", "started_at"),
+        Index("ix_probe_runs_status_heartbeat", "status", "heartbeat_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    endpoint: Mapped[str] = mapped_column(String(500))
+    model: Mapped[str] = mapped_column(String(300))
+    api: Mapped[str] = mapped_column(String(16))
+    workload: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16))
+    settings_json: Mapped[str] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    owner: Mapped[str] = mapped_column(String(200), default="")
+    best_concurrency_within_slo: Mapped[int | None] = mapped_column(Integer, default=None)
+
+    @property
+    def settings(self) -> RunSettings:
+        """The stored settings (never with a key)."""
+        return RunSettings.model_validate_json(self.settings_json)
+
+
+class LevelRow(Base):
+    """One finished level: the full result as JSON, the figures lists and charts need as columns."""
+
+    __tablename__ = "probe_levels"
+    __table_args__ = (UniqueConstraint("run_id", "level_index", name="uq_probe_levels_run_level"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("probe_runs.id", ondelete="CASCADE"), index=True)
+    level_index: Mapped[int] = mapped_column(Integer)
+    concurrency: Mapped[int] = mapped_column(Integer)
+    completed: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[int] = mapped_column(Integer)
+    output_tok_s: Mapped[float | None] = mapped_column(Float, default=None)
+    ttft_p50_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    tpot_p50_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    slo_met: Mapped[bool] = mapped_column(Boolean)
+    result_json: Mapped[str] = mapped_column(Text)
+
+
+class SampleRow(Base):
+    """One finished request; the raw timings are in sample_json, the figures queries aggregate are columns."""
+
+    __tablename__ = "probe_samples"
+    __table_args__ = (Index("ix_probe_samples_run_level", "run_id", "level_index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("probe_runs.id", ondelete="CASCADE"))
+    level_index: Mapped[int] = mapped_column(Integer)
+    concurrency: Mapped[int] = mapped_column(Integer)
+    request_index: Mapped[int] = mapped_column(Integer)
+    ok: Mapped[bool] = mapped_column(Boolean)
+    error_kind: Mapped[str | None] = mapped_column(String(32), default=None)
+    ttft_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    tpot_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    e2e_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    input_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
+    output_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
+    token_source: Mapped[str | None] = mapped_column(String(16), default=None)
+    sample_json: Mapped[str] = mapped_column(Text)
+
+
+def _settings_json(settings: RunSettings) -> str:
+    text = settings.model_dump_json()
+    key = settings.api_key.get_secret_value() if settings.api_key else ""
+    if key and key in text:  # defence in depth: the model never serialises it
+        text = text.replace(key, "***")
+    return text
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+
+
+def create_run(engine: Engine, settings: RunSettings, *, started_at: datetime | None = None) -> str:
+    """Insert a RUNNING run and return its id."""
+    now = started_at or _now()
+    run_id = uuid.uuid4().hex
+    row = RunRow(
+        id=run_id, endpoint=redact_url(settings.base_url)[:500], model=settings.model[:300], api=str(settings.api),
+        workload=str(settings.workload), status=RunStatus.RUNNING.value, settings_json=_settings_json(settings),
+        started_at=now, heartbeat_at=now, owner=_owner(),
+    )
+    with session_factory(engine)() as session, session.begin():
+        session.add(row)
+    return run_id
+
+
+def _sample_row(run_id: str, sample: RequestSample) -> SampleRow:
+    return SampleRow(
+        run_id=run_id, level_index=sample.level_index, concurrency=sample.concurrency, request_index=sample.index,
+        ok=sample.ok, error_kind=str(sample.error_kind) if sample.error_kind else None, ttft_ms=sample.ttft_ms,
+        tpot_ms=sample.tpot_ms, e2e_ms=sample.e2e_ms, input_tokens=sample.input_tokens,
+        output_tokens=sample.output_tokens, token_source=str(sample.token_source) if sample.token_source else None,
+        sample_json=sample.model_dump_json(),
+    )
+
+
+def add_samples(engine: Engine, run_id: str, samples: list[RequestSample]) -> None:
+    """Store finished requests in one short transaction, and beat the run's heartbeat."""
+    if not samples:
+        return
+    with session_factory(engine)() as session, session.begin():
+        session.add_all([_sample_row(run_id, s) for s in samples])
+        session.execute(update(RunRow).where(RunRow.id == run_id).values(heartbeat_at=_now()))
+
+
+def add_sample(engine: Engine, run_id: str, sample: RequestSample) -> None:
+    """Store one finished request (as it arrives)."""
+    add_samples(engine, run_id, [sample])
+
+
+def add_level(engine: Engine, run_id: str, level: LevelResult) -> None:
+    """Store a finished level's result (replacing one stored before for the same index)."""
+    with session_factory(engine)() as session, session.begin():
+        session.execute(delete(LevelRow).where(LevelRow.run_id == run_id, LevelRow.level_index == level.index))
+        session.add(LevelRow(
+            run_id=run_id, level_index=level.index, concurrency=level.concurrency, completed=level.completed,
+            failed=level.failed, output_tok_s=level.output_tok_s, ttft_p50_ms=level.ttft_ms.p50,
+            tpot_p50_ms=level.tpot_ms.p50, slo_met=level.slo.met, result_json=level.model_dump_json(),
+        ))
+        session.execute(update(RunRow).where(RunRow.id == run_id).values(heartbeat_at=_now()))
+
+
+def heartbeat(engine: Engine, run_id: str) -> None:
+    """Tell other processes this run is alive."""
+    with session_factory(engine)() as session, session.begin():
+        session.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == RunStatus.RUNNING.value)
+                        .values(heartbeat_at=_now()))
+
+
+def finish_run(engine: Engine, run_id: str, status: RunStatus, *, error: str | None = None,
+               best_concurrency_within_slo: int | None = None, finished_at: datetime | None = None) -> None:
+    """Set the final status (completed, cancelled, failed)."""
+    with session_factory(engine)() as session, session.begin():
+        session.execute(update(RunRow).where(RunRow.id == run_id).values(
+            status=status.value, error=error[:MAX_TEXT_CHARS] if error else None, finished_at=finished_at or _now(),
+            heartbeat_at=_now(), best_concurrency_within_slo=best_concurrency_within_slo,
+        ))
+
+
+def recover_interrupted_runs(engine: Engine, stale_after_s: float = HEARTBEAT_STALE_S,
+                             now: datetime | None = None) -> int:
+    """Mark RUNNING runs whose heartbeat is stale as INTERRUPTED (their samples stay); safe with several replicas."""
+    cutoff = (now or _now()) - timedelta(seconds=stale_after_s)
+    with session_factory(engine)() as session, session.begin():
+        result = session.execute(
+            update(RunRow).where(RunRow.status == RunStatus.RUNNING.value, RunRow.heartbeat_at < cutoff)
+            .values(status=RunStatus.INTERRUPTED.value, finished_at=RunRow.heartbeat_at,
+                    error="the process running this probe stopped (crash or restart); finished requests are kept")
+        )
+        return int(result.rowcount or 0)
+
+
+def list_runs(engine: Engine, *, endpoint: str | None = None, model: str | None = None,
+              status: RunStatus | None = None, limit: int = 200, offset: int = 0) -> list[RunRow]:
+    """Runs, newest first, optionally filtered by endpoint, model (exact) and status."""
+    query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.id).limit(limit).offset(offset)
+    if endpoint:
+        query = query.where(RunRow.endpoint == endpoint)
+    if model:
+        query = query.where(RunRow.model == model)
+    if status is not None:
+        query = query.where(RunRow.status == status.value)
+    with session_factory(engine)() as session:
+        return list(session.scalars(query))
+
+
+def run_filters(engine: Engine) -> tuple[list[str], list[str]]:
+    """The distinct endpoints and models stored (for filter widgets)."""
+    with session_factory(engine)() as session:
+        endpoints = list(session.scalars(select(RunRow.endpoint).distinct().order_by(RunRow.endpoint)))
+        models = list(session.scalars(select(RunRow.model).distinct().order_by(RunRow.model)))
+    return endpoints, models
+
+
+def get_run_row(engine: Engine, run_id: str) -> RunRow | None:
+    """The run's row, or None."""
+    with session_factory(engine)() as session:
+        return session.get(RunRow, run_id)
+
+
+def load_samples(engine: Engine, run_id: str) -> list[RequestSample]:
+    """The run's stored requests, by level then send order."""
+    query = (select(SampleRow.sample_json).where(SampleRow.run_id == run_id)
+             .order_by(SampleRow.level_index, SampleRow.request_index, SampleRow.id))
+    with session_factory(engine)() as session:
+        return [RequestSample.model_validate_json(text) for text in session.scalars(query)]
+
+
+def load_levels(engine: Engine, run_id: str) -> list[LevelResult]:
+    """The run's stored level results, in order."""
+    query = select(LevelRow.result_json).where(LevelRow.run_id == run_id).order_by(LevelRow.level_index)
+    with session_factory(engine)() as session:
+        return [LevelResult.model_validate_json(text) for text in session.scalars(query)]
+
+
+def _levels_from_samples(row: RunRow, settings: RunSettings, samples: list[RequestSample],
+                         stored: list[LevelResult]) -> list[LevelResult]:
+    """Stored levels, plus levels recomputed from the samples of a level that never finished (interrupted)."""
+    have = {level.index for level in stored}
+    levels = list(stored)
+    by_level: dict[int, list[RequestSample]] = {}
+    for sample in samples:
+        by_level.setdefault(sample.level_index, []).append(sample)
+    for index, group in sorted(by_level.items()):
+        if index in have or index < 0:
+            continue
+        duration_s = max((s.start_s + (s.e2e_ms or 0.0) / 1000.0 for s in group), default=0.0)
+        when = _aware(row.heartbeat_at) or _now()
+        levels.append(summarize_level(index, group[0].concurrency, group, started_at=_aware(row.started_at) or when,
+                                      finished_at=when, duration_s=duration_s, slo=settings.slo,
+                                      request_rate_rps=settings.request_rate_rps))
+    return sorted(levels, key=lambda level: level.index)
+
+
+def get_run(engine: Engine, run_id: str) -> RunResult | None:
+    """The whole run (settings, levels, samples) as the probe's result model, or None."""
+    row = get_run_row(engine, run_id)
+    if row is None:
+        return None
+    settings = row.settings
+    samples = load_samples(engine, run_id)
+    levels = _levels_from_samples(row, settings, samples, load_levels(engine, run_id))
+    best = row.best_concurrency_within_slo
+    if best is None and row.status != RunStatus.RUNNING.value:
+        best = best_concurrency_within_slo(levels)
+    return RunResult(
+        run_id=row.id, endpoint=row.endpoint, model=row.model, settings=settings, status=RunStatus(row.status),
+        error=row.error, started_at=_aware(row.started_at) or _now(), finished_at=_aware(row.finished_at),
+        best_concurrency_within_slo=best, levels=levels, samples=samples,
+    )
+
+
+def delete_run(engine: Engine, run_id: str) -> bool:
+    """Delete a run with its levels and samples; True if it existed."""
+    with session_factory(engine)() as session, session.begin():
+        session.execute(delete(SampleRow).where(SampleRow.run_id == run_id))
+        session.execute(delete(LevelRow).where(LevelRow.run_id == run_id))
+        result = session.execute(delete(RunRow).where(RunRow.id == run_id))
+        return bool(result.rowcount)
+
+
+@dataclass(frozen=True)
+class LevelAggregate:
+    """Per-level figures computed in SQL from the stored samples (means; percentiles need get_run)."""
+
+    level_index: int
+    concurrency: int
+    requests: int
+    completed: int
+    failed: int
+    ttft_mean_ms: float | None
+    tpot_mean_ms: float | None
+    e2e_mean_ms: float | None
+    input_tokens: int
+    output_tokens: int
+
+
+def level_aggregates(engine: Engine, run_id: str) -> list[LevelAggregate]:
+    """Counts, token totals and mean latencies per level of a run, from its samples (warm-up excluded)."""
+    ok_int = case((SampleRow.ok.is_(True), 1), else_=0)
+
+    def ok_only(column: object) -> object:
+        return case((SampleRow.ok.is_(True), column), else_=None)
+
+    query = (
+        select(
+            SampleRow.level_index, func.max(SampleRow.concurrency), func.count(), func.sum(ok_int),
+            func.avg(ok_only(SampleRow.ttft_ms)), func.avg(ok_only(SampleRow.tpot_ms)),
+            func.avg(ok_only(SampleRow.e2e_ms)), func.coalesce(func.sum(ok_only(SampleRow.input_tokens)), 0),
+            func.coalesce(func.sum(ok_only(SampleRow.output_tokens)), 0),
+        )
+        .where(SampleRow.run_id == run_id, SampleRow.level_index >= 0)
+        .group_by(SampleRow.level_index)
+        .order_by(SampleRow.level_index)
+    )
+    with session_factory(engine)() as session:
+        rows = session.execute(query).all()
+    return [
+        LevelAggregate(
+            level_index=int(r[0]), concurrency=int(r[1]), requests=int(r[2]), completed=int(r[3] or 0),
+            failed=int(r[2]) - int(r[3] or 0), ttft_mean_ms=_float(r[4]), tpot_mean_ms=_float(r[5]),
+            e2e_mean_ms=_float(r[6]), input_tokens=int(r[7]), output_tokens=int(r[8]),
+        )
+        for r in rows
+    ]
+
+
+def _float(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+class RunRecorder:
+    """Persists a run as it goes: hand its methods to probes.ProbeRun (on_sample, on_level, on_heartbeat, on_finish)."""
+
+    def __init__(self, engine: Engine, settings: RunSettings) -> None:
+        self.engine = engine
+        self.run_id = create_run(engine, settings)
+
+    def on_sample(self, sample: RequestSample) -> None:
+        """Store one finished request."""
+        add_sample(self.engine, self.run_id, sample)
+
+    def on_level(self, level: LevelResult) -> None:
+        """Store one finished level."""
+        add_level(self.engine, self.run_id, level)
+
+    def on_heartbeat(self) -> None:
+        """Keep the run from being taken as interrupted."""
+        heartbeat(self.engine, self.run_id)
+
+    def on_finish(self, result: RunResult | None, error: BaseException | None) -> None:
+        """Final status: the result's, or FAILED with the exception's message."""
+        if result is not None:
+            finish_run(self.engine, self.run_id, result.status, error=result.error,
+                       best_concurrency_within_slo=result.best_concurrency_within_slo)
+        else:
+            message = f"{type(error).__name__}: {error}" if error is not None else "cancelled before it started"
+            status = RunStatus.FAILED if error is not None else RunStatus.CANCELLED
+            finish_run(self.engine, self.run_id, status, error=message)
+

@@ -1,0 +1,41 @@
+"""The load generator: settings, a streamed OpenAI-compatible client, the sweep runner, metrics and results."""
+
+from probes.config import (
+    ApiKind,
+    RunSettings,
+    SloTargets,
+    Timeouts,
+    WorkloadKind,
+    check_run_settings,
+    redact_url,
+)
+from probes.endpoint import ConnectionReport, check_connection, list_models, run_sync
+from probes.errors import (
+    EndpointResponseError,
+    EndpointUnreachableError,
+    ProbeError,
+    ProbeSettingsError,
+    WorkloadError,
+)
+from probes.metrics import best_concurrency_within_slo, summarize_level
+from probes.models import (
+    ErrorKind,
+    LevelResult,
+    RequestSample,
+    RunResult,
+    RunStatus,
+    ServerMetrics,
+    SloOutcome,
+    Stats,
+    TokenSource,
+)
+from probes.runner import Progress, run_probe, run_until
+from probes.worker import ProbeRun
+
+__all__ = [
+    "ApiKind", "ConnectionReport", "EndpointResponseError", "EndpointUnreachableError", "ErrorKind", "LevelResult",
+    "ProbeError", "ProbeRun", "ProbeSettingsError", "Progress", "RequestSample", "RunResult", "RunSettings",
+    "RunStatus", "ServerMetrics", "SloOutcome", "SloTargets", "Stats", "Timeouts", "TokenSource", "WorkloadError",
+    "WorkloadKind", "best_concurrency_within_slo", "check_connection", "check_run_settings", "list_models",
+    "redact_url", "run_probe", "run_sync", "run_until", "summarize_level",
+]

@@ -1,0 +1,5 @@
+"""`python -m probes`: the probe command line."""
+
+from probes.cli import main
+
+main()

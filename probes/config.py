@@ -1,0 +1,180 @@
+"""The settings of one probe run (endpoint, load, workload, timeouts, SLO targets) and the safety checks."""
+
+import ipaddress
+import re
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer, field_validator
+
+from catalog.handbook import load_handbook
+from probes.errors import ProbeSettingsError
+from settings import Settings, get_settings
+
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
+SECRET_QUERY_KEYS = re.compile(r"(key|token|secret|pass|auth|sig|credential|session)", re.IGNORECASE)
+
+
+class ApiKind(StrEnum):
+    """Which OpenAI endpoint the probe calls."""
+
+    CHAT = "chat"
+    COMPLETIONS = "completions"
+
+
+class WorkloadKind(StrEnum):
+    """The prompts a run sends."""
+
+    SEED = "seed"  # the handbook's eight fixed prompts
+    SYNTHETIC = "synthetic"  # generated prompts of a target input length
+    SHARED_PREFIX = "shared_prefix"  # one long common system prompt, varied questions
+    CODE_JSON = "code_json"  # code and JSON tasks (predictable output: speculative decoding shines)
+    FILE = "file"  # a user JSONL file
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password@ and without query parameters whose names look secret."""
+    parts = urlsplit(url.strip())
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                       if not SECRET_QUERY_KEYS.search(k)])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _slo_default(name: str) -> float:
+    return float(getattr(load_handbook().slo, name))
+
+
+class SloTargets(BaseModel):
+    """Service-level targets; defaults are the handbook's (TTFT p50 < 300 ms, p99 < 1 s; TPOT p50 < 50 ms)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ttft_p50_ms: float = Field(default_factory=lambda: _slo_default("ttft_p50_ms"), gt=0)
+    ttft_p99_ms: float = Field(default_factory=lambda: _slo_default("ttft_p99_ms"), gt=0)
+    tpot_p50_ms: float = Field(default_factory=lambda: _slo_default("tpot_p50_ms"), gt=0)
+    # Per-request thresholds for goodput (vLLM's --goodput): a request is good if it meets both.
+    request_ttft_ms: float = Field(default_factory=lambda: _slo_default("ttft_p99_ms"), gt=0)
+    request_tpot_ms: float = Field(default_factory=lambda: _slo_default("tpot_p50_ms"), gt=0)
+    max_failed_ratio: float = Field(default=0.01, ge=0, le=1)
+
+
+class Timeouts(BaseModel):
+    """Separate limits that end one request; without them a broken server hangs a probe."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    connect_s: float = Field(default=10.0, gt=0, description="TCP (and TLS) connect")
+    ttft_s: float = Field(default=60.0, gt=0, description="from sending to the first output token (headers included)")
+    stall_s: float = Field(default=30.0, gt=0, description="longest gap between two SSE data events")
+    overlength_extra_tokens: int = Field(
+        default=16, ge=0, description="a stream is ended once it delivers max_tokens plus this many tokens"
+    )
+
+
+class RunSettings(BaseModel):
+    """Everything one probe run needs. The API key is never serialised (model_dump / JSON leave it out)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://host:8000/v1", repr=False)
+    api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
+    model: str = Field(min_length=1)
+    api: ApiKind = ApiKind.CHAT
+    workload: WorkloadKind = WorkloadKind.SEED
+    input_tokens: int = Field(default=512, ge=1, le=1_000_000, description="synthetic: target prompt length")
+    shared_prefix_tokens: int = Field(default=1024, ge=1, le=1_000_000, description="shared_prefix: system prompt")
+    prompt_file: str | None = Field(default=None, description="file: JSONL path, one {'prompt': ...} per line")
+    concurrency: tuple[int, ...] = DEFAULT_CONCURRENCY
+    requests_per_level: int = Field(default=32, ge=0)
+    warmup_requests: int = Field(default=0, ge=0)
+    request_rate_rps: float | None = Field(default=None, gt=0, description="Poisson arrivals; None: closed loop")
+    duration_s: float | None = Field(default=None, gt=0, description="per level: stop sending after this long")
+    max_tokens: int = Field(default_factory=lambda: load_handbook().seed_benchmark.max_tokens, ge=1)
+    temperature: float = Field(default_factory=lambda: load_handbook().seed_benchmark.temperature, ge=0, le=2)
+    ignore_eos: bool = Field(default=False, description="vLLM/SGLang extension: always generate max_tokens")
+    include_usage: bool = Field(default=True, description="ask for stream_options.include_usage")
+    continuous_usage_stats: bool = Field(default=False, description="vLLM extension: usage on every chunk")
+    scrape_metrics: bool = Field(default=True, description="scrape Prometheus /metrics before and after levels")
+    metrics_url: str | None = Field(default=None, description="override; default: /metrics beside /v1")
+    seed: int = 0
+    slo: SloTargets = Field(default_factory=SloTargets)
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("base URL must look like http://host:port/v1")
+        return value
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _parse_levels(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(int(part) for part in value.replace(" ", "").split(",") if part)
+        return value
+
+    @field_serializer("base_url")
+    def _serialize_url(self, value: str) -> str:
+        return redact_url(value)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """Repr shows the endpoint without credentials instead of the base URL."""
+        yield "endpoint", self.endpoint
+        yield from super().__repr_args__()
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL without credentials, safe to show and store."""
+        return redact_url(self.base_url)
+
+    @property
+    def total_requests(self) -> int:
+        """Requests the run may send, warm-up included."""
+        return self.warmup_requests + self.requests_per_level * len(self.concurrency)
+
+
+def _is_link_local(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_link_local
+    except ValueError:
+        return host.lower() in ("metadata.google.internal", "metadata")
+
+
+def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None:
+    """Refuse absurd or unsafe settings with a message a person can act on (ProbeSettingsError)."""
+    limits = limits or get_settings()
+    if not run.concurrency:
+        raise ProbeSettingsError("give at least one concurrency level, e.g. 1,2,4,8,16")
+    if min(run.concurrency) < 1:
+        raise ProbeSettingsError("concurrency levels must be 1 or more")
+    if max(run.concurrency) > limits.probe_max_concurrency:
+        raise ProbeSettingsError(
+            f"concurrency {max(run.concurrency)} is over the cap of {limits.probe_max_concurrency} "
+            "(raise PROBE_MAX_CONCURRENCY to allow it)"
+        )
+    if len(set(run.concurrency)) != len(run.concurrency):
+        raise ProbeSettingsError("concurrency levels repeat; give each level once")
+    if run.requests_per_level < 1:
+        raise ProbeSettingsError("requests per level must be at least 1")
+    if run.total_requests > limits.probe_max_requests_per_run:
+        raise ProbeSettingsError(
+            f"this run would send {run.total_requests} requests, over the cap of {limits.probe_max_requests_per_run} "
+            "(fewer levels or requests per level, or raise PROBE_MAX_REQUESTS_PER_RUN)"
+        )
+    if run.workload == WorkloadKind.FILE and not run.prompt_file:
+        raise ProbeSettingsError("the file workload needs a JSONL prompt file")
+    host = (urlsplit(run.base_url).hostname or "").lower()
+    allowed = {h.strip().lower() for h in limits.probe_allowed_hosts.split(",") if h.strip()}
+    if allowed and host not in allowed:
+        raise ProbeSettingsError(f"host {host!r} is not in PROBE_ALLOWED_HOSTS")
+    if not allowed and _is_link_local(host):
+        raise ProbeSettingsError(f"host {host!r} is link-local (cloud metadata); the probe will not target it")

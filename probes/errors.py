@@ -1,0 +1,21 @@
+"""Domain exceptions of the probe: each carries a message a person can act on."""
+
+
+class ProbeError(Exception):
+    """Base class of every expected probe failure (shown once at the page edge or by the CLI)."""
+
+
+class ProbeSettingsError(ProbeError):
+    """The run settings are refused (absurd values, over a safety cap, a forbidden host)."""
+
+
+class EndpointUnreachableError(ProbeError):
+    """No request could reach the endpoint at all (refused, unreachable, TLS, connect timeout)."""
+
+
+class EndpointResponseError(ProbeError):
+    """The endpoint answered, but not as an OpenAI-compatible server would (e.g. listing models failed)."""
+
+
+class WorkloadError(ProbeError):
+    """A workload could not be built (e.g. an unreadable or malformed prompt file)."""

@@ -1,0 +1,654 @@
+"""A fast OpenAI-compatible test server on raw asyncio (HTTP/1.1, keep-alive, chunked SSE) with known timing and faults.
+
+Behaviour is chosen per request by the model name (``fake:ttft_ms=200,tpot_ms=20,tokens=128``) or the header
+``x-fake`` (same syntax), over the server's defaults. The server keeps its own record of when it sent every
+token (``time.perf_counter()``, comparable across processes on one Linux host), at ``GET /fake/records``.
+
+Faults (``fault=``): 401, 404, 429 (with Retry-After), 500, reset (TCP RST halfway), close (FIN halfway,
+body incomplete), truncate (body ends cleanly without finish reason or [DONE]), malformed (a data line that is
+not JSON), error_in_stream (an error object inside the 200 stream), json_body (a JSON body where a stream was
+asked), big_line (one 1 MiB SSE line, which is valid), never_end (tokens forever), stall (stops sending, keeps
+the connection), no_headers (never answers), no_first_token (headers and role chunk, then nothing).
+Run: ``python -m probes.fakeserver --port 8000 --ttft-ms 200 --tpot-ms 20 --tokens 128``.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+FAULTS = frozenset({
+    "", "401", "404", "429", "500", "reset", "close", "truncate", "malformed", "error_in_stream", "json_body",
+    "big_line", "never_end", "stall", "no_headers", "no_first_token",
+})
+MID_STREAM_FAULTS = frozenset({"reset", "close", "truncate", "malformed", "error_in_stream", "stall"})
+BIG_LINE_BYTES = 1 << 20
+WORDS = (" alpha", " beta", " gamma", " delta", " eps", " zeta", " eta", " theta")
+PREFIX_BLOCK_WORDS = 16
+MAX_BODY_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """Timing and faults of one response (server defaults, overridden per request)."""
+
+    ttft_ms: float = 20.0  # from the request's arrival to the first output token
+    tpot_ms: float = 2.0  # between two consecutive tokens
+    tokens: int = 16  # output tokens (capped by the request's max_tokens)
+    tokens_per_chunk: int = 1
+    usage: bool = True  # honour stream_options.include_usage
+    role_chunk: bool = True  # a role-only first chunk, sent with the headers
+    reasoning_tokens: int = 0  # reasoning_content tokens before the content
+    fault: str = ""
+    fault_after: int = -1  # tokens sent before a mid-stream fault; -1: half of the tokens
+    retry_after_s: int = 1
+
+    @classmethod
+    def parse(cls, spec: str, base: "Behaviour") -> "Behaviour":
+        """Apply ``key=value,key=value`` over base; unknown keys raise ValueError."""
+        changes: dict[str, Any] = {}
+        kinds = {f.name: f.type for f in dataclasses.fields(cls)}
+        for part in spec.split(","):
+            if not part.strip():
+                continue
+            key, _, value = part.partition("=")
+            key = key.strip()
+            if key not in kinds:
+                raise ValueError(f"unknown fake behaviour key {key!r}")
+            kind = kinds[key]
+            if kind in (bool, "bool"):
+                changes[key] = value.strip().lower() in ("1", "true", "yes", "on")
+            elif kind in (int, "int"):
+                changes[key] = int(value)
+            elif kind in (float, "float"):
+                changes[key] = float(value)
+            else:
+                changes[key] = value.strip()
+        result = dataclasses.replace(base, **changes)
+        if result.fault not in FAULTS:
+            raise ValueError(f"unknown fault {result.fault!r}")
+        return result
+
+
+@dataclass
+class RequestRecord:
+    """The server's own account of one request (perf_counter seconds)."""
+
+    request_id: str
+    model: str
+    fault: str
+    received_s: float
+    started_s: float | None = None  # when it left the waiting queue (max_running)
+    headers_s: float | None = None
+    token_s: list[float] = field(default_factory=list)  # send time of each output chunk
+    chunk_tokens: list[int] = field(default_factory=list)
+    done_s: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class _Counters:
+    running: int = 0
+    waiting: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    prefix_queries: int = 0
+    prefix_hits: int = 0
+    spec_draft: int = 0
+    spec_accepted: int = 0
+    requests: int = 0
+
+
+def _chunk(payload: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+def _sse(obj: Any) -> bytes:
+    return _chunk(b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n")
+
+
+def _error_body(message: str, kind: str, code: Any) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "code": code, "param": None}}).encode()
+
+
+class _Stream:
+    """One streaming response, driven by loop.call_at at absolute times."""
+
+    def __init__(self, conn: "_Conn", record: RequestRecord, beh: Behaviour, req: dict[str, Any], chat: bool) -> None:
+        self.conn = conn
+        self.server = conn.server
+        self.record = record
+        self.beh = beh
+        self.chat = chat
+        self.model = str(req.get("model", ""))
+        max_tokens = int(req.get("max_tokens") or req.get("max_completion_tokens") or beh.tokens)
+        self.total = beh.tokens if beh.fault == "never_end" else min(beh.tokens, max_tokens)
+        self.finish = "length" if beh.tokens >= max_tokens else "stop"
+        opts = req.get("stream_options") or {}
+        self.usage = beh.usage and bool(opts.get("include_usage"))
+        self.continuous = beh.usage and bool(opts.get("continuous_usage_stats"))
+        self.prompt_tokens = _prompt_tokens(req)
+        self.fault_at = beh.fault_after if beh.fault_after >= 0 else self.total // 2
+        self.sent = 0
+        self.handle: asyncio.TimerHandle | None = None
+        self.anchor = 0.0
+        self.closed = False
+        created = int(time.time())
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        self.head = (f'{{"id":"{record.request_id}","object":"{kind}","created":{created},'
+                     f'"model":{json.dumps(self.model)},"choices":[{{"index":0,').encode()
+        self.frames: dict[tuple[int, bool], list[bytes]] = {}
+
+    def _frame(self, k: int, reasoning: bool, i: int) -> bytes:
+        if self.continuous:
+            return self._build(k, reasoning, i, usage=True)
+        frames = self.frames.get((k, reasoning))
+        if frames is None:
+            frames = [self._build(k, reasoning, j, usage=False) for j in range(len(WORDS))]
+            self.frames[(k, reasoning)] = frames
+        return frames[i % len(WORDS)]
+
+    def _build(self, k: int, reasoning: bool, i: int, usage: bool) -> bytes:
+        text = "".join(WORDS[(i + j) % len(WORDS)] for j in range(k))
+        if self.chat:
+            key = "reasoning_content" if reasoning else "content"
+            body = f'"delta":{{"{key}":{json.dumps(text)}}},"logprobs":null,"finish_reason":null}}]'
+        else:
+            body = f'"text":{json.dumps(text)},"logprobs":null,"finish_reason":null}}]'
+        if usage:
+            n = self.sent + k
+            body += (f',"usage":{{"prompt_tokens":{self.prompt_tokens},"completion_tokens":{n},'
+                     f'"total_tokens":{self.prompt_tokens + n}}}')
+        return _chunk(b"data: " + self.head + body.encode() + b"}\n\n")
+
+    def start(self) -> None:
+        loop = self.server.loop
+        now = time.perf_counter()
+        self.record.started_s = now
+        self.anchor = loop.time()
+        if self.beh.fault == "no_headers":
+            return
+        headers = [b"HTTP/1.1 200 OK", b"content-type: text/event-stream", b"cache-control: no-cache",
+                   b"transfer-encoding: chunked", b"x-request-id: " + self.record.request_id.encode()]
+        out = b"\r\n".join(headers) + b"\r\n\r\n"
+        if self.chat and self.beh.role_chunk:
+            out += _chunk(b"data: " + self.head + b'"delta":{"role":"assistant","content":""},'
+                          b'"logprobs":null,"finish_reason":null}]}\n\n')
+        self.conn.transport.write(out)
+        self.record.headers_s = time.perf_counter()
+        if self.beh.fault == "no_first_token":
+            return
+        self._schedule()
+
+    def _schedule(self) -> None:
+        k = max(1, self.beh.tokens_per_chunk)
+        last_token = min(self.sent + k, self.total) - 1 if self.beh.fault != "never_end" else self.sent + k - 1
+        offset_s = (self.beh.ttft_ms + last_token * self.beh.tpot_ms) / 1000.0
+        self.handle = self.server.loop.call_at(self.anchor + offset_s, self._step)
+
+    def _step(self) -> None:
+        self.handle = None
+        if self.closed:
+            return
+        beh = self.beh
+        if beh.fault in MID_STREAM_FAULTS and self.sent >= self.fault_at:
+            self._fault(beh.fault)
+            return
+        endless = beh.fault == "never_end"
+        if not endless and self.sent >= self.total:
+            self._finish()
+            return
+        k = max(1, beh.tokens_per_chunk)
+        if not endless:
+            k = min(k, self.total - self.sent)
+        if beh.fault == "big_line" and self.sent == self.fault_at:
+            frame = self._big_frame()
+        else:
+            frame = self._frame(k, self.sent < beh.reasoning_tokens, self.sent)
+        self.conn.transport.write(frame)
+        self.record.token_s.append(time.perf_counter())
+        self.record.chunk_tokens.append(k)
+        self.sent += k
+        counters = self.server.counters
+        counters.generation_tokens += k
+        if self.server.spec_acceptance is not None:
+            counters.spec_draft += 4 * k
+            counters.spec_accepted += round(4 * k * self.server.spec_acceptance)
+        if not endless and self.sent >= self.total and not (
+                beh.fault in MID_STREAM_FAULTS and self.sent >= self.fault_at):
+            self._finish()
+            return
+        self._schedule()
+
+    def _big_frame(self) -> bytes:
+        text = "x" * BIG_LINE_BYTES
+        if self.chat:
+            body = f'"delta":{{"content":"{text}"}},"finish_reason":null}}]}}'
+        else:
+            body = f'"text":"{text}","finish_reason":null}}]}}'
+        return _chunk(b"data: " + self.head + body.encode() + b"\n\n")
+
+    def _finish(self) -> None:
+        out = b""
+        if self.chat:
+            out += _chunk(b"data: " + self.head + b'"delta":{},"logprobs":null,"finish_reason":"%s"}]}\n\n'
+                          % self.finish.encode())
+        else:
+            out += _chunk(b"data: " + self.head + b'"text":"","logprobs":null,"finish_reason":"%s"}]}\n\n'
+                          % self.finish.encode())
+        if self.usage:
+            usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.sent,
+                     "total_tokens": self.prompt_tokens + self.sent}
+            out += _chunk(b"data: " + self.head[: self.head.index(b'"choices"')] + b'"choices":[],"usage":'
+                          + json.dumps(usage).encode() + b"}\n\n")
+        out += _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+        self.conn.transport.write(out)
+        self._done(keep_alive=True)
+
+    def _fault(self, fault: str) -> None:
+        transport = self.conn.transport
+        if fault == "reset":
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+            self._done(keep_alive=False)
+        elif fault == "close":
+            transport.close()
+            self._done(keep_alive=False)
+        elif fault == "truncate":
+            transport.write(b"0\r\n\r\n")
+            self._done(keep_alive=True)
+        elif fault == "malformed":
+            transport.write(_chunk(b'data: {"id": "broken", "choices": [\n\n'))
+            self.fault_at = 1 << 62  # continue normally afterwards
+            self._schedule()
+        elif fault == "error_in_stream":
+            err = {"error": {"message": "internal error while generating", "type": "InternalServerError",
+                             "code": 500}}
+            transport.write(_sse(err) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+            self._done(keep_alive=True)
+        elif fault == "stall":
+            return
+
+    def _done(self, keep_alive: bool) -> None:
+        self.closed = True
+        self.record.done_s = time.perf_counter()
+        self.server._stream_ended(self)
+        if keep_alive:
+            self.conn.response_done()
+
+    def abort(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        if not self.closed:
+            self.closed = True
+            self.record.done_s = time.perf_counter()
+            self.server._stream_ended(self)
+
+
+def _prompt_tokens(req: dict[str, Any]) -> int:
+    return len(_prompt_text(req).split())
+
+
+def _prompt_text(req: dict[str, Any]) -> str:
+    if "messages" in req:
+        parts = []
+        for msg in req.get("messages") or []:
+            content = msg.get("content") if isinstance(msg, dict) else None
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, list):
+                parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        return "\n".join(parts)
+    prompt = req.get("prompt", "")
+    return prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection: parse a request, answer it, then the next."""
+
+    def __init__(self, server: "FakeServer") -> None:
+        self.server = server
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]
+        self.buf = bytearray()
+        self.busy = False
+        self.close_after = False
+        self.stream: _Stream | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.server.connections.add(self)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        if self.stream is not None:
+            self.stream.abort()
+            self.stream = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if not self.buf[:1].isalpha():  # not HTTP (e.g. a TLS handshake): answer as a plain server would
+            self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            self.transport.close()
+            return
+        if not self.busy:
+            self._next()
+
+    def response_done(self) -> None:
+        self.stream = None
+        self.busy = False
+        if self.close_after:
+            self.transport.close()
+        elif self.buf:
+            self._next()
+
+    def _next(self) -> None:
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
+        method, _, rest = head[0].partition(" ")
+        target = rest.rsplit(" ", 1)[0]
+        headers = {}
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0") or 0)
+        if length > MAX_BODY_BYTES:
+            self.transport.close()
+            return
+        if len(self.buf) < end + 4 + length:
+            return
+        body = bytes(self.buf[end + 4 : end + 4 + length])
+        del self.buf[: end + 4 + length]
+        self.busy = True
+        self.close_after = headers.get("connection", "").lower() == "close"
+        self.server._handle(self, method, target, headers, body)
+
+    def send(self, status: int, body: bytes, content_type: str = "application/json",
+             extra: dict[str, str] | None = None) -> None:
+        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+                  429: "Too Many Requests", 500: "Internal Server Error"}.get(status, "Error")
+        lines = [f"HTTP/1.1 {status} {reason}", f"content-type: {content_type}", f"content-length: {len(body)}"]
+        lines += [f"{k}: {v}" for k, v in (extra or {}).items()]
+        self.transport.write("\r\n".join(lines).encode() + b"\r\n\r\n" + body)
+        self.response_done()
+
+
+class FakeServer:
+    """The server: start() on 127.0.0.1, then base_url; records() for its own timing account."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, defaults: Behaviour | None = None,
+                 models: tuple[str, ...] = ("fake",), api_key: str | None = None, metrics: bool = True,
+                 max_running: int | None = None, spec_acceptance: float | None = None,
+                 keep_records: bool = True) -> None:
+        if host not in LOOPBACK_HOSTS:
+            raise ValueError("the fake server only listens on loopback (127.0.0.1)")
+        self.host = host
+        self.port = port
+        self.defaults = defaults or Behaviour()
+        self.models = models
+        self.api_key = api_key
+        self.metrics = metrics
+        self.max_running = max_running
+        self.spec_acceptance = spec_acceptance
+        self.keep_records = keep_records
+        self.counters = _Counters()
+        self._records: list[RequestRecord] = []
+        self._queue: deque[_Stream] = deque()
+        self._prefix_blocks: set[int] = set()
+        self._next_id = 0
+        self._server: asyncio.Server | None = None
+        self.connections: set[_Conn] = set()
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (…/v1)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    async def start(self) -> None:
+        """Listen (port 0 picks a free port)."""
+        self.loop = asyncio.get_running_loop()
+        self._server = await self.loop.create_server(lambda: _Conn(self), self.host, self.port, backlog=4096)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening and drop open connections."""
+        if self._server is not None:
+            self._server.close()
+            for conn in list(self.connections):
+                conn.transport.abort()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+
+    def records(self) -> list[RequestRecord]:
+        """Every request seen so far (a copy of the list)."""
+        return list(self._records)
+
+    def clear_records(self) -> None:
+        """Forget the records (the bench clears between levels)."""
+        self._records.clear()
+
+    # -- request handling ---------------------------------------------------------------------------------------
+
+    def _handle(self, conn: _Conn, method: str, target: str, headers: dict[str, str], body: bytes) -> None:
+        path = target.split("?", 1)[0].rstrip("/")
+        if path.startswith("/v1/"):
+            path = path[3:]
+        if path == "/metrics" and method == "GET":
+            if not self.metrics:
+                conn.send(404, b"not found", "text/plain")
+            else:
+                conn.send(200, self._metrics_text().encode(), "text/plain; version=0.0.4")
+            return
+        if path == "/fake/records" and method == "GET":
+            payload = json.dumps([r.as_json() for r in self._records]).encode()
+            if "clear=1" in target:
+                self._records.clear()
+            conn.send(200, payload)
+            return
+        if path == "/health":
+            conn.send(200, b"{}")
+            return
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            conn.send(401, _error_body("Invalid API key", "invalid_request_error", "invalid_api_key"))
+            return
+        if path == "/models" and method == "GET":
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+            conn.send(200, json.dumps({"object": "list", "data": data}).encode())
+            return
+        if path not in ("/chat/completions", "/completions"):
+            conn.send(404, _error_body(f"no route {path}", "NotFoundError", 404))
+            return
+        if method != "POST":
+            conn.send(405, _error_body("method not allowed", "BadRequestError", 405))
+            return
+        try:
+            req = json.loads(body)
+            model = str(req.get("model", ""))
+            base_model, _, spec = model.partition(":")
+            beh = Behaviour.parse(spec, self.defaults)
+            if headers.get("x-fake"):
+                beh = Behaviour.parse(headers["x-fake"], beh)
+        except (ValueError, AttributeError) as exc:
+            conn.send(400, _error_body(str(exc), "BadRequestError", 400))
+            return
+        if base_model not in self.models or beh.fault == "404":
+            conn.send(404, _error_body(f"The model `{model}` does not exist.", "NotFoundError", 404))
+            return
+        self._next_id += 1
+        record = RequestRecord(f"fake-{self._next_id}", model, beh.fault, time.perf_counter())
+        if self.keep_records:
+            self._records.append(record)
+        self.counters.requests += 1
+        if beh.fault in ("401", "429", "500"):
+            status = int(beh.fault)
+            extra = {"retry-after": str(beh.retry_after_s)} if status == 429 else None
+            conn.send(status, _error_body(f"fake {status}", "fake_error", status), extra=extra)
+            return
+        chat = path == "/chat/completions"
+        if beh.fault == "json_body" or not req.get("stream"):
+            conn.send(200, self._full_body(record, req, beh, chat))
+            return
+        self._account_prompt(req)
+        stream = _Stream(conn, record, beh, req, chat)
+        conn.stream = stream
+        if self.max_running is not None and self.counters.running >= self.max_running:
+            self.counters.waiting += 1
+            self._queue.append(stream)
+        else:
+            self.counters.running += 1
+            stream.start()
+
+    def _stream_ended(self, stream: _Stream) -> None:
+        if stream in self._queue:
+            self._queue.remove(stream)
+            self.counters.waiting -= 1
+            return
+        self.counters.running -= 1
+        while self._queue and (self.max_running is None or self.counters.running < self.max_running):
+            nxt = self._queue.popleft()
+            self.counters.waiting -= 1
+            self.counters.running += 1
+            nxt.start()
+
+    def _full_body(self, record: RequestRecord, req: dict[str, Any], beh: Behaviour, chat: bool) -> bytes:
+        n = min(beh.tokens, int(req.get("max_tokens") or beh.tokens))
+        text = "".join(WORDS[i % len(WORDS)] for i in range(n))
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        prompt = _prompt_tokens(req)
+        return json.dumps({
+            "id": record.request_id, "object": "chat.completion" if chat else "text_completion", "created": 0,
+            "model": req.get("model"), "choices": [choice],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n},
+        }).encode()
+
+    def _account_prompt(self, req: dict[str, Any]) -> None:
+        words = _prompt_text(req).split()
+        self.counters.prompt_tokens += len(words)
+        h = 0
+        hits = 0
+        for start in range(0, len(words) - PREFIX_BLOCK_WORDS + 1, PREFIX_BLOCK_WORDS):
+            h = hash((h, *words[start : start + PREFIX_BLOCK_WORDS]))
+            if h in self._prefix_blocks:
+                hits += PREFIX_BLOCK_WORDS
+            elif len(self._prefix_blocks) < 1_000_000:
+                self._prefix_blocks.add(h)
+        self.counters.prefix_queries += len(words)
+        self.counters.prefix_hits += hits
+
+    def _metrics_text(self) -> str:
+        c = self.counters
+        label = f'{{model_name="{self.models[0]}"}}'
+        kv = c.running / self.max_running if self.max_running else min(1.0, c.running / 256)
+        rows = [
+            ("vllm:num_requests_running", "gauge", c.running),
+            ("vllm:num_requests_waiting", "gauge", c.waiting),
+            ("vllm:kv_cache_usage_perc", "gauge", kv),
+            ("vllm:prompt_tokens_total", "counter", c.prompt_tokens),
+            ("vllm:generation_tokens_total", "counter", c.generation_tokens),
+            ("vllm:prefix_cache_queries_total", "counter", c.prefix_queries),
+            ("vllm:prefix_cache_hits_total", "counter", c.prefix_hits),
+        ]
+        if self.spec_acceptance is not None:
+            rows += [("vllm:spec_decode_num_draft_tokens_total", "counter", c.spec_draft),
+                     ("vllm:spec_decode_num_accepted_tokens_total", "counter", c.spec_accepted)]
+        out = []
+        for name, kind, value in rows:
+            out.append(f"# HELP {name} fake server metric\n# TYPE {name} {kind}\n{name}{label} {float(value)}")
+        return "\n".join(out) + "\n"
+
+
+@contextlib.contextmanager
+def serve_in_thread(**kwargs: Any) -> Iterator[FakeServer]:
+    """Run a FakeServer on its own event loop in a daemon thread (for tests); stop it on exit."""
+    server = FakeServer(**kwargs)
+    ready = threading.Event()
+    loop = asyncio.new_event_loop()
+    errors: list[BaseException] = []
+
+    def main() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(server.start())
+        except BaseException as exc:  # surfaced to the caller below
+            errors.append(exc)
+            ready.set()
+            return
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(server.stop())
+        loop.close()
+
+    thread = threading.Thread(target=main, name="fakeserver", daemon=True)
+    thread.start()
+    ready.wait(10)
+    if errors:
+        raise errors[0]
+    try:
+        yield server
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: serve until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m probes.fakeserver", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1", choices=LOOPBACK_HOSTS)
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--ttft-ms", type=float, default=Behaviour.ttft_ms)
+    parser.add_argument("--tpot-ms", type=float, default=Behaviour.tpot_ms)
+    parser.add_argument("--tokens", type=int, default=Behaviour.tokens)
+    parser.add_argument("--tokens-per-chunk", type=int, default=Behaviour.tokens_per_chunk)
+    parser.add_argument("--no-usage", action="store_true")
+    parser.add_argument("--no-role-chunk", action="store_true")
+    parser.add_argument("--reasoning-tokens", type=int, default=0)
+    parser.add_argument("--model", action="append", help="model name(s) to serve (default: fake)")
+    parser.add_argument("--api-key", default=None, help="require this bearer key")
+    parser.add_argument("--max-running", type=int, default=None, help="queue requests beyond this many")
+    parser.add_argument("--no-metrics", action="store_true")
+    parser.add_argument("--no-records", action="store_true", help="do not keep per-token records")
+    args = parser.parse_args(argv)
+    defaults = Behaviour(ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, tokens=args.tokens,
+                         tokens_per_chunk=args.tokens_per_chunk, usage=not args.no_usage,
+                         role_chunk=not args.no_role_chunk, reasoning_tokens=args.reasoning_tokens)
+
+    async def serve() -> None:
+        server = FakeServer(args.host, args.port, defaults=defaults, models=tuple(args.model or ["fake"]),
+                            api_key=args.api_key, metrics=not args.no_metrics, max_running=args.max_running,
+                            keep_records=not args.no_records)
+        await server.start()
+        print(f"fake OpenAI server on {server.base_url}", flush=True)
+        await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

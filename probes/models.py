@@ -1,0 +1,174 @@
+"""Result models of a probe run: per-request samples, per-level summaries, the run; units in every key name."""
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from probes.config import RunSettings
+
+SCHEMA_VERSION = 1
+
+
+class ErrorKind(StrEnum):
+    """Why a request failed; counted per level."""
+
+    CONNECT = "connect"  # refused, unreachable host, DNS
+    CONNECT_TIMEOUT = "connect_timeout"
+    TLS = "tls"
+    AUTH = "auth"  # 401 / 403
+    NOT_FOUND = "not_found"  # 404, e.g. unknown model
+    RATE_LIMITED = "rate_limited"  # 429 (Retry-After kept)
+    SERVER_ERROR = "server_error"  # 5xx
+    HTTP_ERROR = "http_error"  # another 4xx
+    TTFT_TIMEOUT = "ttft_timeout"  # no first token in time (headers included)
+    STALL_TIMEOUT = "stall_timeout"  # too long between two SSE events
+    OVERLENGTH = "overlength"  # the stream ran past max_tokens
+    STREAM_RESET = "stream_reset"  # connection reset or closed mid-body
+    STREAM_TRUNCATED = "stream_truncated"  # the body ended cleanly without [DONE] or a finish reason
+    MALFORMED_SSE = "malformed_sse"  # a data line that is not JSON
+    STREAM_ERROR = "stream_error"  # an error object inside a 200 stream
+    NOT_STREAMED = "not_streamed"  # a JSON body where a stream was asked
+    CANCELLED = "cancelled"  # the run was cancelled while the request was in flight
+    CLIENT_ERROR = "client_error"  # anything else (a bug, an unexpected exception)
+
+
+CONNECTION_KINDS = frozenset({ErrorKind.CONNECT, ErrorKind.CONNECT_TIMEOUT, ErrorKind.TLS})
+
+
+class TokenSource(StrEnum):
+    """Where a request's output token count came from."""
+
+    USAGE = "usage"  # the server's usage object (stream_options.include_usage)
+    CHUNKS = "chunks"  # counted content chunks, one token each (the server gave no usage)
+
+
+class RunStatus(StrEnum):
+    """Lifecycle of a run (stored)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+class RequestSample(BaseModel):
+    """One request's raw timings (ms from its send time) and outcome; None for what was not measured."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level_index: int
+    concurrency: int
+    index: int = Field(description="order of sending within the level")
+    start_s: float = Field(description="send time, seconds from the level's start")
+    ttft_ms: float | None = Field(default=None, description="first output token (content or reasoning)")
+    first_content_ms: float | None = Field(default=None, description="first non-reasoning content token")
+    reasoning_ms: float | None = Field(default=None, description="last reasoning chunk (thinking time)")
+    tpot_ms: float | None = Field(default=None, description="(e2e - ttft) / (output_tokens - 1)")
+    e2e_ms: float | None = None
+    itl_ms: list[float] = Field(default_factory=list, description="one gap per output token after the first")
+    chunk_ms: list[float] = Field(default_factory=list, description="arrival of each output chunk")
+    chunk_tokens: list[int] = Field(default_factory=list, description="tokens carried by each output chunk")
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    token_source: TokenSource | None = None
+    finish_reason: str | None = None
+    http_status: int | None = None
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    retry_after_s: float | None = None
+    server_request_id: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the request completed without error."""
+        return self.error_kind is None
+
+
+class Stats(BaseModel):
+    """Mean and percentiles (numpy's linear interpolation, as vLLM reports them); None without data."""
+
+    model_config = ConfigDict(frozen=True)
+
+    count: int = 0
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+class SloOutcome(BaseModel):
+    """A level against the SLO targets."""
+
+    model_config = ConfigDict(frozen=True)
+
+    met: bool
+    attainment_ratio: float | None = Field(description="share of sent requests that met the per-request targets")
+    goodput_req_s: float | None = Field(description="good requests per second of level wall time")
+    violations: list[str] = Field(default_factory=list)
+
+
+class ServerMetrics(BaseModel):
+    """The few Prometheus metrics that explain a level: scraped before and after it, and ratios of the deltas."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str = Field(description="engine family the names came from: vllm, sglang or other")
+    before: dict[str, float] = Field(default_factory=dict)
+    after: dict[str, float] = Field(default_factory=dict)
+    prefix_cache_hit_ratio: float | None = None
+    spec_decode_acceptance_ratio: float | None = None
+
+
+class LevelResult(BaseModel):
+    """One concurrency level: counts, throughput over the level's wall time, latency percentiles, SLO."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    concurrency: int
+    request_rate_rps: float | None = None
+    started_at: datetime
+    finished_at: datetime
+    duration_s: float
+    requests: int
+    completed: int
+    failed: int
+    errors: dict[str, int] = Field(default_factory=dict, description="failed requests by error kind")
+    input_tokens: int
+    output_tokens: int
+    input_tokens_per_request: float | None = None
+    output_tokens_per_request: float | None = None
+    token_source: TokenSource | None = Field(default=None, description="chunks if any request lacked usage")
+    req_s: float | None = None
+    output_tok_s: float | None = None
+    total_tok_s: float | None = None
+    ttft_ms: Stats
+    tpot_ms: Stats
+    itl_ms: Stats
+    e2e_ms: Stats
+    slo: SloOutcome
+    server_metrics: ServerMetrics | None = None
+
+
+class RunResult(BaseModel):
+    """A whole run, as the CLI writes it and the pages export it (schema documented in docs/probe.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str | None = Field(default=None, description="the database id when the run was stored")
+    endpoint: str
+    model: str
+    settings: RunSettings
+    status: RunStatus
+    error: str | None = None
+    started_at: datetime
+    finished_at: datetime | None = None
+    best_concurrency_within_slo: int | None = None
+    levels: list[LevelResult] = Field(default_factory=list)
+    samples: list[RequestSample] = Field(default_factory=list)

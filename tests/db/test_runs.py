@@ -1,0 +1,138 @@
+"""Probe runs in the database (SQLite and PostgreSQL): store as samples arrive, load, list, aggregate, delete,
+interrupted-run recovery by stale heartbeat, and no secret in any stored row."""
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine, text
+
+from db import init_db, make_engine
+from db.runs import (
+    RunRecorder,
+    add_sample,
+    create_run,
+    delete_run,
+    finish_run,
+    get_run,
+    get_run_row,
+    heartbeat,
+    level_aggregates,
+    list_runs,
+    recover_interrupted_runs,
+    run_filters,
+)
+from probes import ProbeRun, RunSettings, RunStatus, run_probe
+from probes.fakeserver import Behaviour, serve_in_thread
+from probes.models import ErrorKind, RequestSample, TokenSource
+
+KEY = "sk-db-test-SECRET-987"
+
+
+def engine_for(url: str) -> Engine:
+    engine = make_engine(url)
+    init_db(engine)
+    return engine
+
+
+def settings(base_url: str = "http://user:pw@127.0.0.1:9/v1?token=abc", **changes) -> RunSettings:
+    return RunSettings(base_url=base_url, model="fake", api_key=KEY, concurrency=(1, 2), requests_per_level=3,
+                       **changes)
+
+
+def sample(level: int, index: int, ttft: float = 50.0, kind: ErrorKind | None = None) -> RequestSample:
+    ok = kind is None
+    return RequestSample(level_index=level, concurrency=level + 1, index=index, start_s=0.01 * index, ttft_ms=ttft,
+                         tpot_ms=5.0 if ok else None, e2e_ms=ttft + 100, chunk_ms=[ttft, ttft + 5],
+                         input_tokens=10 if ok else None, output_tokens=20 if ok else None,
+                         token_source=TokenSource.USAGE if ok else None, error_kind=kind,
+                         error="failed" if kind else None)
+
+
+def all_stored_text(engine: Engine) -> str:
+    with engine.connect() as connection:
+        rows = []
+        for table in ("probe_runs", "probe_levels", "probe_samples"):
+            rows += [str(tuple(r)) for r in connection.execute(text(f"SELECT * FROM {table}"))]
+    return "\n".join(rows)
+
+
+def test_a_real_run_is_stored_as_it_goes_and_loads_back(any_database_url: str) -> None:
+    engine = engine_for(any_database_url)
+    with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=4), api_key=KEY) as server:
+        run_settings = settings(server.base_url)
+        recorder = RunRecorder(engine, run_settings)
+        probe = ProbeRun(run_settings, on_sample=recorder.on_sample, on_level=recorder.on_level,
+                         on_heartbeat=recorder.on_heartbeat, on_finish=recorder.on_finish).start()
+        assert probe.wait(20)
+    result = probe.result()
+    assert result.status == RunStatus.COMPLETED and not probe.sink_errors
+    stored = get_run(engine, recorder.run_id)
+    assert stored.run_id == recorder.run_id and stored.status == RunStatus.COMPLETED
+    assert stored.samples == result.samples and stored.levels == result.levels
+    assert stored.best_concurrency_within_slo == result.best_concurrency_within_slo == 2
+    assert stored.settings.api_key is None and stored.endpoint == server.base_url
+    assert [a.completed for a in level_aggregates(engine, recorder.run_id)] == [3, 3]
+    assert KEY not in all_stored_text(engine)
+    engine.dispose()
+
+
+def test_lifecycle_list_filter_aggregate_delete(any_database_url: str) -> None:
+    engine = engine_for(any_database_url)
+    first = create_run(engine, settings(), started_at=datetime.now(UTC) - timedelta(hours=1))
+    second = create_run(engine, settings(base_url="http://other:8000/v1"))
+    for i in range(3):
+        add_sample(engine, first, sample(0, i, ttft=40.0 + 10 * i))
+    add_sample(engine, first, sample(1, 0, kind=ErrorKind.RATE_LIMITED))
+    add_sample(engine, first, sample(1, 1, ttft=90.0))
+    finish_run(engine, first, RunStatus.COMPLETED)
+    assert [r.id for r in list_runs(engine)] == [second, first]  # newest first
+    assert [r.id for r in list_runs(engine, endpoint="http://127.0.0.1:9/v1")] == [first]
+    assert [r.id for r in list_runs(engine, status=RunStatus.RUNNING)] == [second]
+    assert list_runs(engine, model="nope") == []
+    endpoints, models = run_filters(engine)
+    assert endpoints == ["http://127.0.0.1:9/v1", "http://other:8000/v1"] and models == ["fake"]
+    aggregates = level_aggregates(engine, first)
+    assert [(a.level_index, a.requests, a.completed, a.failed) for a in aggregates] == [(0, 3, 3, 0), (1, 2, 1, 1)]
+    assert aggregates[0].ttft_mean_ms == pytest.approx(50.0) and aggregates[0].output_tokens == 60
+    assert aggregates[1].ttft_mean_ms == pytest.approx(90.0)  # failed requests are not averaged
+    loaded = get_run(engine, first)
+    assert [lv.completed for lv in loaded.levels] == [3, 1]  # recomputed from samples when no level row was stored
+    assert loaded.levels[1].errors == {"rate_limited": 1}
+    assert delete_run(engine, first) and not delete_run(engine, first)
+    assert get_run(engine, first) is None and level_aggregates(engine, first) == []
+    assert KEY not in all_stored_text(engine) and "pw" not in all_stored_text(engine)
+    assert "token=abc" not in all_stored_text(engine)
+    engine.dispose()
+
+
+def test_a_run_whose_process_died_is_marked_interrupted_with_its_samples_kept(any_database_url: str) -> None:
+    engine = engine_for(any_database_url)
+    dead = create_run(engine, settings())
+    alive = create_run(engine, settings())  # another replica's run, still beating
+    add_sample(engine, dead, sample(0, 0))
+    add_sample(engine, dead, sample(0, 1))
+    later = datetime.now(UTC) + timedelta(seconds=300)
+    with engine.begin() as connection:  # the dead one's last heartbeat was long ago
+        connection.execute(text("UPDATE probe_runs SET heartbeat_at = :t WHERE id = :id"),
+                           {"t": datetime.now(UTC) - timedelta(seconds=600), "id": dead})
+    heartbeat(engine, alive)
+    assert recover_interrupted_runs(engine, stale_after_s=120) == 1
+    assert recover_interrupted_runs(engine, stale_after_s=120) == 0  # idempotent
+    assert get_run_row(engine, alive).status == RunStatus.RUNNING
+    interrupted = get_run(engine, dead)
+    assert interrupted.status == RunStatus.INTERRUPTED and "stopped" in interrupted.error
+    assert len(interrupted.samples) == 2 and interrupted.levels[0].completed == 2
+    assert recover_interrupted_runs(engine, stale_after_s=120, now=later) == 1  # the alive one, once it stops
+    engine.dispose()
+
+
+def test_cli_style_run_with_unreachable_endpoint_is_stored_failed(database_url: str) -> None:
+    engine = engine_for(database_url)
+    run_settings = settings("http://127.0.0.1:9/v1")
+    recorder = RunRecorder(engine, run_settings)
+    result = asyncio.run(run_probe(run_settings, on_sample=recorder.on_sample))
+    recorder.on_finish(result, None)
+    row = get_run_row(engine, recorder.run_id)
+    assert row.status == RunStatus.FAILED and "cannot reach" in row.error and row.finished_at is not None
+    engine.dispose()

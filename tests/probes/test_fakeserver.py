@@ -1,0 +1,70 @@
+"""The fake server itself: its timing record, keep-alive, its endpoints, and `python -m probes.fakeserver`."""
+
+import json
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from probes.fakeserver import Behaviour, serve_in_thread
+from probes.prom import metrics_url_for, parse_metrics
+from tests.support import ROOT, free_port, wait_http
+
+
+def http_request(sock: socket.socket, body: dict) -> bytes:
+    payload = json.dumps(body).encode()
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                 b"content-length: %d\r\n\r\n%s" % (len(payload), payload))
+    data = b""
+    while not data.endswith(b"0\r\n\r\n"):
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed"
+        data += chunk
+    return data
+
+
+def test_keep_alive_chunked_sse_and_the_timing_record() -> None:
+    with serve_in_thread(defaults=Behaviour(ttft_ms=30, tpot_ms=10, tokens=5)) as server:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            body = {"model": "fake", "messages": [{"role": "user", "content": "a b c"}], "stream": True,
+                    "stream_options": {"include_usage": True}}
+            first = http_request(sock, body)
+            second = http_request(sock, {**body, "model": "fake:tokens=2,role_chunk=0"})  # same connection
+        records = server.records()
+    assert b"transfer-encoding: chunked" in first and first.count(b'"content":" ') == 5
+    assert b'"role":"assistant"' in first and b"data: [DONE]" in first and b'"completion_tokens": 5' in first
+    assert second.count(b'"content":" ') == 2 and b'"role"' not in second
+    rec = records[0]
+    assert len(rec.token_s) == 5 and rec.chunk_tokens == [1] * 5
+    assert (rec.token_s[0] - rec.received_s) * 1000 == pytest.approx(30, abs=5)
+    gaps = [(b - a) * 1000 for a, b in zip(rec.token_s, rec.token_s[1:], strict=False)]
+    assert all(g == pytest.approx(10, abs=5) for g in gaps)
+
+
+def test_models_metrics_and_records_endpoints() -> None:
+    with serve_in_thread(models=("fake", "other"), spec_acceptance=0.75) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        models = json.loads(urllib.request.urlopen(f"{base}/v1/models").read())
+        assert [m["id"] for m in models["data"]] == ["fake", "other"]
+        text = urllib.request.urlopen(metrics_url_for(server.base_url)).read().decode()
+        values, family = parse_metrics(text)
+        assert family == "vllm" and values["running_requests"] == 0 and "spec_draft_tokens" in values
+        assert json.loads(urllib.request.urlopen(f"{base}/fake/records").read()) == []
+
+
+def test_only_loopback() -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        serve_in_thread(host="0.0.0.0").__enter__()
+
+
+def test_runs_as_a_module() -> None:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "probes.fakeserver", "--port", str(port), "--tokens", "3"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/v1/models", timeout_s=20, proc=proc)
+    finally:
+        proc.terminate()
+        proc.wait(10)
