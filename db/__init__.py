@@ -2,7 +2,7 @@
 
 from db import runs, scenarios
 from db.engine import init_db, make_engine, safe_url, session_factory
-from db.runs import RunRecorder, delete_run, get_run, list_runs, recover_interrupted_runs
+from db.runs import RunRecorder, delete_run, get_run, list_runs, recover_interrupted_runs, recover_orphaned_runs
 from db.scenarios import Scenario, delete_scenario, get_scenario, list_scenarios, save_scenario
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "list_scenarios",
     "make_engine",
     "recover_interrupted_runs",
+    "recover_orphaned_runs",
     "runs",
     "safe_url",
     "save_scenario",

@@ -7,8 +7,6 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from db.base import Base
-
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -34,8 +32,10 @@ def make_engine(database_url: str) -> Engine:
 
 
 def init_db(engine: Engine) -> None:
-    """Create missing tables (every table module is imported by db/__init__)."""
-    Base.metadata.create_all(engine)
+    """Create or migrate the schema to the newest revision (Alembic), keeping every row."""
+    from db.migrate import upgrade
+
+    upgrade(engine)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -66,6 +66,7 @@ class RunRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     owner: Mapped[str] = mapped_column(String(200), default="")
+    label: Mapped[str] = mapped_column(String(200), default="")
     best_concurrency_within_slo: Mapped[int | None] = mapped_column(Integer, default=None)
 
     @property
@@ -123,8 +124,29 @@ def _settings_json(settings: RunSettings) -> str:
     return text
 
 
+_PROCESS_TOKEN = uuid.uuid4().hex[:12]  # tells this process from an earlier one that had the same pid
+
+
 def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+    return f"{socket.gethostname()}:{os.getpid()}:{_PROCESS_TOKEN}"[:200]
+
+
+def _owner_is_dead(owner: str) -> bool:
+    """True when the owner ran on this host and its process is gone (or its pid now belongs to this process)."""
+    host, _, rest = owner.partition(":")
+    pid_text, _, token = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return token != _PROCESS_TOKEN
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def create_run(engine: Engine, settings: RunSettings, *, started_at: datetime | None = None) -> str:
@@ -134,7 +156,7 @@ def create_run(engine: Engine, settings: RunSettings, *, started_at: datetime | 
     row = RunRow(
         id=run_id, endpoint=redact_url(settings.base_url)[:500], model=settings.model[:300], api=str(settings.api),
         workload=str(settings.workload), status=RunStatus.RUNNING.value, settings_json=_settings_json(settings),
-        started_at=now, heartbeat_at=now, owner=_owner(),
+        started_at=now, heartbeat_at=now, owner=_owner(), label=settings.label,
     )
     with session_factory(engine)() as session, session.begin():
         session.add(row)
@@ -205,6 +227,25 @@ def recover_interrupted_runs(engine: Engine, stale_after_s: float = HEARTBEAT_ST
                     error="the process running this probe stopped (crash or restart); finished requests are kept")
         )
         return int(result.rowcount or 0)
+
+
+def recover_orphaned_runs(engine: Engine) -> int:
+    """On start: mark RUNNING runs of this host whose process is gone INTERRUPTED at once (samples stay).
+
+    Runs of other hosts wait for their heartbeat to go stale (recover_interrupted_runs).
+    """
+    with session_factory(engine)() as session, session.begin():
+        rows = session.execute(
+            select(RunRow.id, RunRow.owner).where(RunRow.status == RunStatus.RUNNING.value)
+        ).all()
+        dead = [run_id for run_id, owner in rows if _owner_is_dead(owner)]
+        if dead:
+            session.execute(
+                update(RunRow).where(RunRow.id.in_(dead), RunRow.status == RunStatus.RUNNING.value)
+                .values(status=RunStatus.INTERRUPTED.value, finished_at=RunRow.heartbeat_at,
+                        error="the process running this probe stopped (crash or restart); finished requests are kept")
+            )
+        return len(dead)
 
 
 def list_runs(engine: Engine, *, endpoint: str | None = None, model: str | None = None,

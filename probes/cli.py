@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", required=True, help="e.g. http://host:8000/v1")
     p.add_argument("--api-key", default=None, help=f"API key (better: the {API_KEY_ENV} environment variable)")
     p.add_argument("--model", default=None, help="model name as the server knows it")
+    p.add_argument("--label", default="", help="a name for the run, shown in run lists")
     p.add_argument("--list-models", action="store_true", help="print the served models and exit")
     p.add_argument("--test-connection", action="store_true", help="list models, send one tiny request, exit")
     p.add_argument("--api", choices=[k.value for k in ApiKind], default=defaults.api.value)
@@ -74,7 +75,8 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     """The RunSettings of a parsed command line (pydantic ValidationError on bad values)."""
     key = args.api_key or os.environ.get(API_KEY_ENV) or None
     return RunSettings(
-        base_url=args.base_url, api_key=SecretStr(key) if key else None, model=args.model or "-", api=args.api,
+        base_url=args.base_url, api_key=SecretStr(key) if key else None, model=args.model or "-", label=args.label,
+        api=args.api,
         workload=args.workload, input_tokens=args.input_tokens, shared_prefix_tokens=args.shared_prefix_tokens,
         prompt_file=args.prompt_file, concurrency=args.concurrency, requests_per_level=args.requests,
         warmup_requests=args.warmup, request_rate_rps=args.request_rate, duration_s=args.duration,

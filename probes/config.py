@@ -85,6 +85,7 @@ class RunSettings(BaseModel):
     base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://host:8000/v1", repr=False)
     api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     model: str = Field(min_length=1)
+    label: str = Field(default="", max_length=200, description="a name for the run, shown in run lists")
     api: ApiKind = ApiKind.CHAT
     workload: WorkloadKind = WorkloadKind.SEED
     input_tokens: int = Field(default=512, ge=1, le=1_000_000, description="synthetic: target prompt length")
