@@ -1,6 +1,5 @@
 """The settings of one probe run (endpoint, load, workload, timeouts, SLO targets) and the safety checks."""
 
-import ipaddress
 import re
 from collections.abc import Iterator
 from enum import StrEnum
@@ -11,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer, 
 
 from catalog.handbook import load_handbook
 from probes.errors import ProbeSettingsError
+from probes.safety import host_refusal, parse_allowed_hosts
 from settings import Settings, get_settings
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
@@ -143,13 +143,6 @@ class RunSettings(BaseModel):
         return self.warmup_requests + self.requests_per_level * len(self.concurrency)
 
 
-def _is_link_local(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_link_local
-    except ValueError:
-        return host.lower() in ("metadata.google.internal", "metadata")
-
-
 def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None:
     """Refuse absurd or unsafe settings with a message a person can act on (ProbeSettingsError)."""
     limits = limits or get_settings()
@@ -174,8 +167,6 @@ def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None
     if run.workload == WorkloadKind.FILE and not run.prompt_file:
         raise ProbeSettingsError("the file workload needs a JSONL prompt file")
     host = (urlsplit(run.base_url).hostname or "").lower()
-    allowed = {h.strip().lower() for h in limits.probe_allowed_hosts.split(",") if h.strip()}
-    if allowed and host not in allowed:
-        raise ProbeSettingsError(f"host {host!r} is not in PROBE_ALLOWED_HOSTS")
-    if not allowed and _is_link_local(host):
-        raise ProbeSettingsError(f"host {host!r} is link-local (cloud metadata); the probe will not target it")
+    refusal = host_refusal(host, parse_allowed_hosts(limits.probe_allowed_hosts))
+    if refusal:
+        raise ProbeSettingsError(refusal)

@@ -4,6 +4,7 @@ import asyncio
 import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx2
 import openai
@@ -13,7 +14,9 @@ from probes.client import classify_error, close_quietly, make_client, make_http,
 from probes.config import ApiKind, RunSettings, Timeouts, redact_url
 from probes.errors import EndpointResponseError, EndpointUnreachableError, ProbeSettingsError
 from probes.models import CONNECTION_KINDS
+from probes.safety import host_refusal, parse_allowed_hosts
 from probes.workloads import Prompt
+from settings import get_settings
 
 T = TypeVar("T")
 CHECK_PROMPT = Prompt("Say OK.")
@@ -37,11 +40,16 @@ def _settings(base_url: str, api_key: str | SecretStr | None, model: str, timeou
               api: ApiKind = ApiKind.CHAT) -> RunSettings:
     key = SecretStr(api_key) if isinstance(api_key, str) else api_key
     try:
-        return RunSettings(base_url=base_url, api_key=key, model=model or "-", api=api, max_tokens=1,
-                           timeouts=timeouts or Timeouts(connect_s=5.0, ttft_s=30.0, stall_s=30.0),
-                           requests_per_level=1, concurrency=(1,))
+        settings = RunSettings(base_url=base_url, api_key=key, model=model or "-", api=api, max_tokens=1,
+                               timeouts=timeouts or Timeouts(connect_s=5.0, ttft_s=30.0, stall_s=30.0),
+                               requests_per_level=1, concurrency=(1,))
     except ValueError as exc:
         raise ProbeSettingsError(f"invalid endpoint: {exc}") from exc
+    refusal = host_refusal(urlsplit(settings.base_url).hostname or "", parse_allowed_hosts(
+        get_settings().probe_allowed_hosts))
+    if refusal:
+        raise ProbeSettingsError(refusal)
+    return settings
 
 
 async def list_models(base_url: str, api_key: str | SecretStr | None = None, *, timeouts: Timeouts | None = None,
