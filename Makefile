@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test lint system-deps clean
+.PHONY: run test lint screenshots system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ system-deps:
 test: $(VENV)/.dev-deps system-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+## screenshots: refresh the README's screenshots from the browser tests
+screenshots: $(VENV)/.dev-deps system-deps
+	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -m e2e -q
 
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.e2e.screens import keep_screenshot
+
 pytestmark = pytest.mark.e2e
 
 HANDBOOK_LINK = "/tco?price=15&currency=CNY&tps=588&out_tokens=200&hours=720"
@@ -22,10 +24,8 @@ def test_handbook_link_reads_the_handbook_cost(page: object, app_url: str) -> No
 
 
 def test_readme_screenshot_of_the_cost_page(page: object, app_url: str) -> None:
-    """The README's screenshot comes from here: the handbook scenario with the lever waterfall."""
-    from tests.support import ROOT
-
+    """The README's screenshot comes from here (written to docs/ with UPDATE_SCREENSHOTS=1, `make screenshots`)."""
     page.goto(app_url + HANDBOOK_LINK + "&traffic=1000000")
     assert metric_value(page, "Optimized cost per request") == "0.00017 CNY"
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
-    page.screenshot(path=str(ROOT / "docs" / "screenshots" / "tco.png"), full_page=False)
+    keep_screenshot(page, "tco.png")
