@@ -1,12 +1,15 @@
 """Property tests: any query string gives a valid model, and every rejected value is named."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from selector import AdviceRequest, advise
 from tco import TcoInputs, estimate
 from ui.params import aliases, field_label, to_params, validate_params
 
 TCO_PARAMS = sorted(aliases(TcoInputs).values())
+PAGE_MODELS = [TcoInputs, AdviceRequest]
 
 values = st.one_of(
     st.text(max_size=12),
@@ -37,3 +40,32 @@ def test_form_values_are_accepted_or_named(form: dict[str, str]) -> None:
     for alias, value in rejected.items():
         label = field_label(TcoInputs, alias)
         assert any(m.startswith(label) and "you entered" in m for m in messages), (alias, value, messages)
+
+
+@pytest.mark.parametrize("model_cls", PAGE_MODELS, ids=lambda m: m.__name__)
+def test_every_page_model_survives_any_query(model_cls: type) -> None:
+    params = sorted(aliases(model_cls).values())
+    query_strategy = st.dictionaries(st.sampled_from([*params, "junk"]), values, max_size=len(params))
+
+    @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+    @given(query_strategy)
+    def check(query: dict[str, str]) -> None:
+        model, messages, rejected = validate_params(model_cls, query)
+        assert isinstance(model, model_cls)
+        for alias in rejected:
+            assert any(f"`{alias}`" in m for m in messages) or any("defaults" in m for m in messages)
+        assert validate_params(model_cls, to_params(model))[0] == model
+
+    check()
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(aliases(AdviceRequest).values())), values, max_size=8))
+def test_advice_for_any_surviving_query_never_raises_unexpectedly(query: dict[str, str]) -> None:
+    from selector import SelectorError
+
+    model = validate_params(AdviceRequest, query)[0]
+    try:
+        advise(model)
+    except SelectorError:
+        pass  # the one documented refusal (a custom model whose KV heads do not divide its heads)
