@@ -74,7 +74,7 @@ class PageState(Generic[M]):
         model, messages, _ = validate_params(self.model_cls, merged, source="url")
         notes.extend(("warning", m) for m in messages)
         self.set_widgets(model)
-        st.session_state[self._notes_key] = notes
+        st.session_state[self._notes_key] = (model, notes)
         st.session_state[self._url_key] = signature
 
     def set_widgets(self, model: M) -> None:
@@ -83,8 +83,9 @@ class PageState(Generic[M]):
             st.session_state[self.key(alias)] = self.to_widget(alias, getattr(model, name))
 
     def show_notes(self) -> None:
-        """Show, once, what loading the link had to say (bad parameters, unknown scenario)."""
-        for level, message in st.session_state.pop(self._notes_key, []):
+        """Show what loading the link had to say (bad parameters, unknown scenario) until the inputs change."""
+        _, notes = st.session_state.get(self._notes_key, (None, []))
+        for level, message in notes:
             (st.warning if level == "warning" else st.info)(message, icon="⚠️" if level == "warning" else "ℹ️")
 
     def read(self, from_widget: Callable[[str, object], object] | None = None) -> tuple[M | None, list[str]]:
@@ -94,6 +95,9 @@ class PageState(Generic[M]):
             value = st.session_state.get(self.key(alias))
             values[alias] = from_widget(alias, value) if from_widget else value
         model, errors, _ = validate_params(self.model_cls, values, source="form")
+        loaded, _ = st.session_state.get(self._notes_key, (None, []))
+        if loaded is not None and model != loaded:
+            st.session_state.pop(self._notes_key, None)  # the user has moved on from the link
         if errors:
             return None, errors
         self.write_url(model)
