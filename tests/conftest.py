@@ -79,7 +79,12 @@ def page(browser: object, request: pytest.FixtureRequest) -> Iterator[object]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     tab = context.new_page()
     console_errors: list[str] = []
-    tab.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+
+    def on_console(msg: object) -> None:
+        if msg.type == "error" and not _streamlit_base_path_probe(msg):
+            console_errors.append(f"{msg.text} ({msg.location.get('url', '')})")
+
+    tab.on("console", on_console)
     tab.console_errors = console_errors
     yield tab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -87,6 +92,14 @@ def page(browser: object, request: pytest.FixtureRequest) -> Iterator[object]:
         tab.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     finally:
         context.close()
+    assert not console_errors, f"the page logged errors in the browser console: {console_errors}"
+
+
+def _streamlit_base_path_probe(msg: object) -> bool:
+    """Streamlit's front end, opened on /<page>, first asks /<page>/_stcore/health and host-config (404) to find
+    the app's base path, then the root; those two 404s are its normal start, not an error of this app."""
+    url = msg.location.get("url", "")
+    return "404" in msg.text and url.endswith(("/_stcore/health", "/_stcore/host-config"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
