@@ -20,6 +20,9 @@ sys.path.insert(0, str(ROOT))
 PAGES: dict[str, dict[str, str]] = {
     "home": {},
     "tco": {"price": "15", "currency": "CNY", "tps": "588", "out_tokens": "200", "hours": "720"},
+    "selector": {"gpu": "H100", "model": "llama3.1-70b", "gpus": "2", "workload": "rag", "concurrency": "64"},
+    "probe": {},
+    "runs": {},
 }
 
 
@@ -48,6 +51,8 @@ def main() -> None:
     os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{tempfile.mkdtemp()}/bench.db"
     print(f"{'page':<10} {'p50 ms':>8} {'p90 ms':>8} {'max ms':>8}")
     for page, params in PAGES.items():
+        if not (ROOT / "pages" / f"{page}.py").exists():
+            continue
         t = sorted(time_page(page, params, args.runs))
         p90 = t[min(len(t) - 1, int(len(t) * 0.9))]
         print(f"{page:<10} {statistics.median(t):8.1f} {p90:8.1f} {t[-1]:8.1f}")
