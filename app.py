@@ -16,6 +16,10 @@ def main() -> None:
             st.Page("pages/tco.py", title="Cost calculator", icon=":material/payments:", url_path="tco"),
             st.Page("pages/selector.py", title="Engine advisor", icon=":material/tune:", url_path="selector"),
         ],
+        "Measure": [
+            st.Page("pages/probe.py", title="Live probe", icon=":material/speed:", url_path="probe"),
+            st.Page("pages/runs.py", title="Probe runs", icon=":material/history:", url_path="runs"),
+        ],
     }
     page = st.navigation(pages)
     get_engine()  # creates the database (SQLite under ./data/ by default) on first start

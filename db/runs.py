@@ -416,3 +416,13 @@ class RunRecorder:
             status = RunStatus.FAILED if error is not None else RunStatus.CANCELLED
             finish_run(self.engine, self.run_id, status, error=message)
 
+
+def peak_output_tok_s(engine: Engine, run_ids: list[str]) -> dict[str, float]:
+    """Each run's highest output tokens/s over its finished levels (runs without one are left out)."""
+    if not run_ids:
+        return {}
+    query = (select(LevelRow.run_id, func.max(LevelRow.output_tok_s))
+             .where(LevelRow.run_id.in_(run_ids), LevelRow.output_tok_s.is_not(None))
+             .group_by(LevelRow.run_id))
+    with session_factory(engine)() as session:
+        return {run_id: float(value) for run_id, value in session.execute(query).all() if value is not None}

@@ -26,3 +26,10 @@ with mid.container(border=True):
         "the memory fit and a launch command out, every decision with its source."
     )
     st.page_link("pages/selector.py", label="Open the engine advisor", icon=":material/arrow_forward:")
+with right.container(border=True):
+    st.subheader(":material/speed: How fast is it really?")
+    st.write(
+        "An OpenAI-compatible endpoint in; TTFT, TPOT and throughput at each concurrency level out, the highest "
+        "concurrency within your SLO, every run kept to compare, and the measured throughput carried into the costs."
+    )
+    st.page_link("pages/probe.py", label="Open the live probe", icon=":material/arrow_forward:")

@@ -41,13 +41,13 @@ class TcoInputs(BaseModel):
     )
     currency: Currency = Field(default=Currency(_EX.currency), alias="currency", title="Currency")
     cny_per_usd: float = Field(
-        default=_HB.fx.cny_per_usd, alias="fx", gt=0, le=1000, title="Exchange rate (CNY per USD)"
+        default=_HB.fx.cny_per_usd, alias="fx", ge=0.001, le=1000, title="Exchange rate (CNY per USD)"
     )
     gpus_per_replica: int = Field(default=_EX.gpus_per_replica, alias="gpus", ge=1, le=4096, title="GPUs per replica")
     output_tok_s_per_replica: float = Field(
         default=_EX.output_tok_s_per_replica,
         alias="tps",
-        gt=0,
+        ge=0.01,
         le=100_000_000,
         title="Throughput (output tok/s per replica)",
     )
@@ -79,7 +79,7 @@ class TcoInputs(BaseModel):
     target_utilization_pct: float = Field(
         default=_pct(_PD.target_utilization),
         alias="util",
-        gt=0,
+        ge=0.1,
         le=100,
         title="Target utilization (%)",
     )

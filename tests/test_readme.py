@@ -5,6 +5,7 @@ import re
 import pytest
 from pydantic import BaseModel
 
+from probes.form import ProbeForm, RunsView
 from selector import AdviceRequest
 from tco import TcoInputs
 from tests.support import ROOT
@@ -12,7 +13,7 @@ from ui.params import aliases
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
-PAGE_MODELS: list[type[BaseModel]] = [TcoInputs, AdviceRequest]
+PAGE_MODELS: list[type[BaseModel]] = [TcoInputs, AdviceRequest, ProbeForm, RunsView]
 
 
 @pytest.mark.parametrize("model", PAGE_MODELS, ids=lambda m: m.__name__)

@@ -97,10 +97,14 @@ def validate_params(
             return model_cls.model_validate(values), messages, rejected
         except ValidationError as exc:
             dropped = False
+            dropped_now: set[str] = set()
             for error in exc.errors():
                 loc = error.get("loc") or ()
                 alias = str(loc[0]) if loc else ""
+                if alias in dropped_now:
+                    continue  # a second complaint about a value already set aside
                 if alias in values:
+                    dropped_now.add(alias)
                     rejected[alias] = raw.get(alias, values[alias])
                     messages.append(_error_message(model_cls, alias, error, rejected[alias], source))
                     values.pop(alias)

@@ -10,8 +10,11 @@ from ui.params import to_params, validate_params
 @pytest.mark.parametrize(
     ("param", "value", "words"),
     [
-        ("tps", "0", ["Throughput", "greater than 0"]),
-        ("tps", "-5", ["Throughput", "greater than 0"]),
+        ("tps", "0", ["Throughput", "greater than or equal to 0.01"]),
+        ("tps", "-5", ["Throughput", "greater than or equal to 0.01"]),
+        ("tps", "1e-322", ["Throughput", "greater than or equal to 0.01"]),
+        ("util", "0", ["utilization", "greater than or equal to 0.1"]),
+        ("fx", "1e-300", ["Exchange rate", "greater than or equal to 0.001"]),
         ("tps", "fast", ["Throughput", "valid number"]),
         ("price", "0", ["Price per GPU-hour", "greater than 0"]),
         ("out_tokens", "0", ["Output tokens", "greater than or equal to 1"]),

@@ -1,0 +1,147 @@
+"""Plotly figures and tables of probe runs (plain functions: runs in, figure out; the theme comes from the page)."""
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from probes.models import LevelResult, RunResult
+
+_MARGIN = {"l": 10, "r": 10, "t": 60, "b": 10}
+PALETTE = ("#2563eb", "#f97316", "#16a34a", "#dc2626", "#9333ea", "#0891b2", "#ca8a04", "#db2777")
+SLO_COLOR = "#dc2626"
+_PERCENTILE_DASH = {"p50": "solid", "p90": "dot", "p99": "dash"}
+
+
+def plot_text(text: str) -> str:
+    """User text made inert for plotly, whose labels read a little HTML (<b>, <a href>, <br>)."""
+    return html.escape(text, quote=False)
+
+
+def run_label(result: RunResult) -> str:
+    """A short name for a run: its label (or model), start time and id."""
+    name = result.settings.label or result.model
+    when = f"{result.started_at:%Y-%m-%d %H:%M}"
+    short = (result.run_id or "")[:8]
+    return " · ".join(part for part in (name, when, short) if part)
+
+
+def _levels(result: RunResult) -> list[LevelResult]:
+    return sorted((lv for lv in result.levels if lv.completed), key=lambda lv: lv.concurrency)
+
+
+def _concurrency_axis(figure: go.Figure, runs: Sequence[RunResult], **where: int) -> None:
+    ticks = sorted({lv.concurrency for run in runs for lv in run.levels})
+    log = bool(ticks) and ticks[0] >= 1 and ticks[-1] / ticks[0] >= 8
+    figure.update_xaxes(title_text="concurrency", type="log" if log else "linear", tickvals=ticks or None, **where)
+
+
+def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
+    """TTFT and TPOT percentiles against concurrency, with the SLO targets as dashed lines.
+
+    One run: p50, p90 and p99. Several runs (compared): p50 solid and p99 dashed, one colour per run.
+    """
+    single = len(runs) == 1
+    percentiles = ("p50", "p90", "p99") if single else ("p50", "p99")
+    titles = ("Time to first token (TTFT)", "Time per output token (TPOT)")
+    figure = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
+    for number, run in enumerate(runs):
+        levels = _levels(run)
+        x = [lv.concurrency for lv in levels]
+        name = plot_text(run_label(run))
+        for col, metric in ((1, "ttft_ms"), (2, "tpot_ms")):
+            for pct in percentiles:
+                color = PALETTE[(percentiles.index(pct) if single else number) % len(PALETTE)]
+                figure.add_scatter(
+                    x=x, y=[getattr(getattr(lv, metric), pct) for lv in levels], row=1, col=col,
+                    mode="lines+markers", line={"color": color, "dash": _PERCENTILE_DASH[pct]},
+                    name=pct if single else f"{name} {pct}", legendgroup=pct if single else f"run{number}",
+                    showlegend=col == 1, meta=metric,
+                    hovertemplate=f"{metric.removesuffix('_ms').upper()} {pct}: %{{y:.1f}} ms at concurrency %{{x}}"
+                                  "<extra></extra>",
+                )
+    if runs:
+        slo = runs[0].settings.slo
+        for col, value, text in ((1, slo.ttft_p50_ms, "SLO TTFT p50"), (1, slo.ttft_p99_ms, "SLO TTFT p99"),
+                                 (2, slo.tpot_p50_ms, "SLO TPOT p50")):
+            figure.add_hline(y=value, row=1, col=col, line={"color": SLO_COLOR, "dash": "dash", "width": 1},
+                             annotation_text=f"{text} {value:g} ms", annotation_position="top left",
+                             annotation_font_color=SLO_COLOR)
+    _concurrency_axis(figure, runs)
+    figure.update_yaxes(title_text="ms", rangemode="tozero")
+    figure.update_layout(title="Latency against concurrency", margin=_MARGIN, legend={"orientation": "h", "y": -0.2})
+    return figure
+
+
+def throughput_figure(runs: Sequence[RunResult]) -> go.Figure:
+    """Output tokens/s against concurrency; filled markers met the SLO, a star marks the highest within SLO."""
+    figure = go.Figure()
+    for number, run in enumerate(runs):
+        levels = _levels(run)
+        color = PALETTE[number % len(PALETTE)]
+        name = "output tok/s" if len(runs) == 1 else plot_text(run_label(run))
+        figure.add_scatter(
+            x=[lv.concurrency for lv in levels], y=[lv.output_tok_s for lv in levels], mode="lines+markers",
+            name=name, line={"color": color}, legendgroup=f"run{number}",
+            marker={"size": 10, "symbol": ["circle" if lv.slo.met else "circle-open" for lv in levels]},
+            customdata=[[lv.req_s or 0.0, "met" if lv.slo.met else "missed"] for lv in levels],
+            hovertemplate="%{y:,.1f} output tok/s at concurrency %{x}<br>%{customdata[0]:.2f} req/s, "
+                          "SLO %{customdata[1]}<extra></extra>",
+        )
+        best = next((lv for lv in levels if lv.concurrency == run.best_concurrency_within_slo), None)
+        if best is not None and best.output_tok_s is not None:
+            figure.add_scatter(
+                x=[best.concurrency], y=[best.output_tok_s], mode="markers", legendgroup=f"run{number}",
+                marker={"symbol": "star", "size": 18, "color": color, "line": {"width": 1, "color": "white"}},
+                name="highest within SLO" if len(runs) == 1 else f"{name}: highest within SLO",
+                hovertemplate="highest concurrency within SLO: %{x}<extra></extra>",
+            )
+    _concurrency_axis(figure, runs)
+    figure.update_yaxes(title_text="output tokens/s", rangemode="tozero")
+    figure.update_layout(title="Throughput against concurrency", margin=_MARGIN,
+                         legend={"orientation": "h", "y": -0.2})
+    return figure
+
+
+def _num(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def level_rows(result: RunResult) -> list[dict[str, Any]]:
+    """One row per level, ready for a table: counts, throughput, latency percentiles, SLO."""
+    rows = []
+    for lv in sorted(result.levels, key=lambda lv: lv.index):
+        rows.append({
+            "concurrency": lv.concurrency, "requests": lv.requests, "ok": lv.completed, "failed": lv.failed,
+            "output tok/s": _num(lv.output_tok_s), "req/s": _num(lv.req_s, 2),
+            "TTFT p50 ms": _num(lv.ttft_ms.p50), "TTFT p99 ms": _num(lv.ttft_ms.p99),
+            "TPOT p50 ms": _num(lv.tpot_ms.p50, 2), "TPOT p99 ms": _num(lv.tpot_ms.p99, 2),
+            "E2E p50 ms": _num(lv.e2e_ms.p50), "out tokens/req": _num(lv.output_tokens_per_request),
+            "SLO met": lv.slo.met, "why not": ", ".join(lv.slo.violations),
+            "errors": ", ".join(f"{kind} × {count}" for kind, count in sorted(lv.errors.items())),
+        })
+    return rows
+
+
+def compare_rows(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
+    """Runs side by side: one row per run and level."""
+    rows = []
+    for run in runs:
+        for row in level_rows(run):
+            rows.append({"run": run_label(run), **row})
+    return rows
+
+
+def error_rows(result: RunResult) -> list[dict[str, Any]]:
+    """Failed requests by level and kind, with the first message of each kind."""
+    found: dict[tuple[int, str], dict[str, Any]] = {}
+    for sample in result.samples:
+        if sample.error_kind is None or sample.level_index < 0:
+            continue
+        key = (sample.concurrency, str(sample.error_kind))
+        row = found.setdefault(key, {"concurrency": sample.concurrency, "error kind": str(sample.error_kind),
+                                     "requests": 0, "example": sample.error or ""})
+        row["requests"] += 1
+    return [found[k] for k in sorted(found)]

@@ -1,0 +1,216 @@
+"""The /probe page under AppTest: smoke, URL round trip, bad links named, a probe against the local fake server
+(live progress, results, "Cost this", stored run, no key anywhere), cancel, unreachable endpoint, refused settings."""
+
+import time
+from collections.abc import Iterator
+from urllib.parse import parse_qsl
+
+import pytest
+from sqlalchemy import text
+
+from db import init_db, make_engine
+from db.runs import get_run, list_runs
+from probes import RunStatus
+from probes.export import result_json
+from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
+from tests.pages.apptest import metric, open_page, texts
+from tests.support import free_port
+
+KEY = "sk-probe-page-SECRET-4711"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_db(database_url: str) -> None:
+    from ui.resources import get_engine
+
+    get_engine.clear()
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeServer]:
+    with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=8), max_running=None) as server:
+        yield server
+
+
+def _params(at: object) -> dict[str, str]:
+    return {
+        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
+        for k in at.query_params
+    }
+
+
+def _finish(at: object, timeout_s: float = 30.0) -> object:
+    """Poll as the page's fragment does, until the worker is done and the page shows the result."""
+    deadline = time.monotonic() + timeout_s
+    while "_probe.run" in at.session_state:
+        assert time.monotonic() < deadline, "the probe did not finish in time"
+        time.sleep(0.1)
+        at.run()
+    return at
+
+
+def _engine(database_url: str) -> object:
+    engine = make_engine(database_url)
+    init_db(engine)
+    return engine
+
+
+def test_default_page_shows_the_form_and_an_empty_link() -> None:
+    at = open_page("probe")
+    assert not at.exception and not at.error and not at.warning
+    assert at.text_input(key="probe.url").value == "http://localhost:8000/v1"
+    assert at.text_input(key="probe.levels").value == "1,2,4,8,16"
+    assert at.number_input(key="probe.requests").value == 32
+    assert at.button(key="probe.start").disabled is False
+    assert _params(at) == {}
+
+
+def test_link_fills_the_form_and_editing_rewrites_the_link() -> None:
+    link = {"url": "http://gpu-box:8000/v1", "model": "qwen", "levels": "1,4", "requests": "3", "ttft_p50": "200",
+            "workload": "synthetic", "input_tokens": "1024", "label": "A800 <b>AWQ</b>", "stall_timeout": "5"}
+    at = open_page("probe", link)
+    assert not at.warning
+    assert at.text_input(key="probe.model").value == "qwen"
+    assert at.number_input(key="probe.ttft_p50").value == 200
+    assert at.number_input(key="probe.input_tokens").value == 1024
+    assert _params(at) == link
+    at.text_input(key="probe.api_key").input(KEY).run()
+    at.text_input(key="probe.levels").input("2, 8").run()
+    at.number_input(key="probe.rate").set_value(5.0).run()
+    params = _params(at)
+    assert params == {**link, "levels": "2,8", "rate": "5"}
+    assert KEY not in str(params)  # the key is a widget of its own, never a parameter
+    again = open_page("probe", params)
+    assert again.text_input(key="probe.levels").value == "2,8"
+    assert again.number_input(key="probe.rate").value == 5
+    assert again.text_input(key="probe.api_key").value == ""
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"levels": "0,4"}, "`levels`"),
+        ({"levels": "abc"}, "`levels`"),
+        ({"levels": "4,4"}, "`levels`"),
+        ({"requests": "0"}, "`requests`"),
+        ({"url": "ftp://host/v1"}, "`url`"),
+        ({"url": "http://user:pw@host/v1"}, "`url`"),
+        ({"url": "http://host/v1?api_key=x"}, "`url`"),
+        ({"rate": "-1"}, "`rate`"),
+        ({"api": "grpc"}, "`api`"),
+        ({"workload": "everything"}, "`workload`"),
+        ({"ttft_p99": "fast"}, "`ttft_p99`"),
+    ],
+)
+def test_bad_link_warns_once_names_the_parameter_and_uses_the_default(params: dict[str, str], named: str) -> None:
+    at = open_page("probe", {**params, "model": "m"})
+    assert not at.exception
+    warnings = texts(at.warning)
+    assert len(warnings) == 1 and named in warnings[0]
+    assert _params(at) == {"model": "m"}
+
+
+def test_a_probe_runs_from_the_page_shows_results_and_is_stored_without_the_key(
+    fake: FakeServer, database_url: str
+) -> None:
+    at = open_page("probe", {"url": fake.base_url, "levels": "1,2", "requests": "4", "label": "smoke"})
+    at.text_input(key="probe.api_key").input(KEY).run()
+    at.button(key="probe.test").click().run()
+    assert any("reachable" in m for m in texts(at.markdown))
+    assert at.text_input(key="probe.model").value == "fake"  # picked from the server's list
+    at.button(key="probe.start").click().run()
+    assert not at.exception and not at.error
+    _finish(at)
+    assert not at.exception and not at.error
+    assert metric(at, "Max concurrency in SLO") == "2"
+    assert float(metric(at, "Output tokens/s").replace(",", "")) > 0
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # latency and throughput
+    # "Cost this" carries the measured figures of the highest level within SLO to the cost page.
+    cost = next(p for p in at.get("page_link") if p.proto.label == "Cost this")
+    assert cost.proto.page == "tco"
+    query = dict(parse_qsl(cost.proto.query_string))
+    assert set(query) == {"tps", "out_tokens", "in_tokens"} and query["out_tokens"] == "8"
+    engine = _engine(database_url)
+    (row,) = list_runs(engine)
+    result = get_run(engine, row.id)
+    assert result is not None and result.status == RunStatus.COMPLETED and row.label == "smoke"
+    assert len(result.samples) == 8 and [lv.concurrency for lv in result.levels] == [1, 2]
+    level2 = result.levels[1]
+    assert query["tps"] == f"{level2.output_tok_s:.1f}".removesuffix(".0")
+    opened = next(p for p in at.get("page_link") if p.proto.label == "Open in Probe runs")
+    assert opened.proto.query_string == f"runs={row.id}"
+    names = sorted(b.proto.label for b in at.get("download_button"))
+    assert names == ["Download JSON", "Download levels CSV", "Download requests CSV"]
+    # The key reached the server only: not the link, the database or the export.
+    assert KEY not in str(_params(at)) and KEY not in result_json(result)
+    with engine.connect() as conn:
+        for table in ("probe_runs", "probe_levels", "probe_samples"):
+            dump = str(conn.execute(text(f"SELECT * FROM {table}")).all())
+            assert KEY not in dump
+
+
+def test_cancel_stops_the_probe_and_keeps_what_finished(fake: FakeServer, database_url: str) -> None:
+    slow = "fake:ttft_ms=20,tpot_ms=40,tokens=30"  # about 1.2 s per request
+    at = open_page("probe", {"url": fake.base_url, "model": slow, "levels": "1,2", "requests": "6"})
+    at.button(key="probe.start").click().run()
+    deadline = time.monotonic() + 20
+    while metric_progress(at) < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+        at.run()
+    at.button(key="probe.cancel").click().run()
+    _finish(at)
+    assert not at.exception
+    assert any("cancelled" in w for w in texts(at.warning))
+    (row,) = list_runs(_engine(database_url))
+    assert row.status == RunStatus.CANCELLED.value
+    stored = get_run(_engine(database_url), row.id)
+    assert stored is not None and 1 <= len(stored.samples) < 12
+    assert at.button(key="probe.start").disabled is False  # the page is usable again
+
+
+def metric_progress(at: object) -> int:
+    """Requests finished so far, read from the live progress text."""
+    import re
+
+    for bar in at.get("progress"):
+        found = re.search(r"This level: (\d+) of", bar.proto.text)
+        if found:
+            return int(found.group(1))
+    return 0
+
+
+def test_unreachable_endpoint_says_so_once_and_the_page_stays_usable(database_url: str) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    at = open_page("probe", {"url": url, "model": "m", "levels": "1", "requests": "2", "connect_timeout": "2"})
+    at.button(key="probe.test").click().run()
+    assert any("cannot connect" in m or "refused" in m.lower() for m in texts(at.markdown))
+    at.button(key="probe.start").click().run()
+    _finish(at)
+    assert not at.exception
+    errors = texts(at.error)
+    assert len(errors) == 1 and "cannot reach" in errors[0] and "Check the endpoint URL" in errors[0]
+    assert at.button(key="probe.start").disabled is False
+    (row,) = list_runs(_engine(database_url))
+    assert row.status == RunStatus.FAILED.value
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ({"levels": "1,1024"}, "over the cap of 512"),
+        ({"model": ""}, "pick a model"),
+        ({"workload": "file"}, "prompt file"),
+    ],
+)
+def test_refused_settings_are_one_clear_error_and_nothing_is_stored(
+    params: dict[str, str], says: str, database_url: str
+) -> None:
+    at = open_page("probe", {"url": "http://127.0.0.1:9/v1", "model": "m", "requests": "2", **params})
+    at.button(key="probe.start").click().run()
+    assert not at.exception
+    errors = texts(at.error)
+    assert len(errors) == 1 and says in errors[0]
+    assert "_probe.run" not in at.session_state
+    assert list_runs(_engine(database_url)) == []

@@ -1,0 +1,159 @@
+"""The /runs page under AppTest: listing and filters in the link, open one, compare two, exports, delete with a
+confirmation, bad and stale links, and labels typed by users shown as text."""
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from db import init_db, make_engine
+from db.runs import RunRecorder, get_run, get_run_row
+from probes import ProbeRun, RunSettings, Timeouts
+from probes.export import levels_csv, result_json
+from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
+from tests.pages.apptest import metric, open_page, texts
+
+HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](http://evil)"
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeServer]:
+    with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=8), max_running=None) as server:
+        yield server
+
+
+@pytest.fixture
+def engine(database_url: str) -> object:
+    from ui.resources import get_engine
+
+    get_engine.clear()
+    engine = make_engine(database_url)
+    init_db(engine)
+    return engine
+
+
+def record(engine: object, fake: FakeServer, model: str, label: str = "", levels: tuple[int, ...] = (1, 2)) -> str:
+    """A real probe run against the fake server, stored as the page stores it."""
+    settings = RunSettings(base_url=fake.base_url, model=model, label=label, concurrency=levels, requests_per_level=3,
+                           timeouts=Timeouts(connect_s=2, ttft_s=5, stall_s=5))
+    recorder = RunRecorder(engine, settings)
+    run = ProbeRun(settings, on_sample=recorder.on_sample, on_level=recorder.on_level,
+                   on_heartbeat=recorder.on_heartbeat, on_finish=recorder.on_finish).start()
+    assert run.wait(30)
+    return recorder.run_id
+
+
+def _params(at: object) -> dict[str, str]:
+    return {
+        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
+        for k in at.query_params
+    }
+
+
+def test_empty_database_says_how_to_get_a_run(engine: object) -> None:
+    at = open_page("runs")
+    assert not at.exception and not at.error and not at.warning
+    assert any("No stored runs" in i for i in texts(at.info))
+    assert _params(at) == {}
+
+
+def test_lists_runs_filters_by_model_and_the_link_keeps_the_filter(engine: object, fake: FakeServer) -> None:
+    first = record(engine, fake, "fake:tokens=8")
+    second = record(engine, fake, "fake:tokens=4")
+    at = open_page("runs")
+    table = at.dataframe[0].value
+    assert set(table["id"]) == {first, second}
+    at.selectbox(key="runs.model").set_value("fake:tokens=4").run()
+    assert list(at.dataframe[0].value["id"]) == [second]
+    assert _params(at) == {"model": "fake:tokens=4"}
+    again = open_page("runs", _params(at))
+    assert list(again.dataframe[0].value["id"]) == [second]
+    assert again.selectbox(key="runs.model").value == "fake:tokens=4"
+
+
+def test_open_one_run_shows_its_figures_and_exports(engine: object, fake: FakeServer) -> None:
+    run_id = record(engine, fake, "fake:tokens=8", label="baseline")
+    at = open_page("runs")
+    at.multiselect(key="runs.runs").set_value([run_id]).run()
+    assert _params(at) == {"runs": run_id}
+    assert not at.exception and not at.error
+    assert metric(at, "Max concurrency in SLO") == "2"
+    assert len(at.get("plotly_chart")) == 2
+    buttons = {b.proto.label: b.proto for b in at.get("download_button")}
+    assert set(buttons) == {"Download JSON", "Download levels CSV", "Download requests CSV"}
+    assert all(b.deferred_file_id for b in buttons.values())  # built on click, not on every rerun
+    # What the JSON button serves: the CLI's schema, every request, units in the keys.
+    result = get_run(engine, run_id)
+    exported = json.loads(result_json(result))
+    assert exported["run_id"] == run_id and exported["settings"]["label"] == "baseline"
+    assert len(exported["samples"]) == 6 and "output_tok_s" in exported["levels"][0]
+    assert levels_csv(result).splitlines()[0].startswith("concurrency,")
+    cost = next(p for p in at.get("page_link") if p.proto.label == "Cost this")
+    assert "tps=" in cost.proto.query_string and "out_tokens=8" in cost.proto.query_string
+
+
+def test_compare_two_runs_overlays_them(engine: object, fake: FakeServer) -> None:
+    a = record(engine, fake, "fake:tokens=8", label="eight")
+    b = record(engine, fake, "fake:tokens=4", label="four", levels=(1, 4))
+    at = open_page("runs", {"runs": f"{a},{b}"})
+    assert not at.exception and not at.error
+    assert any("Comparing 2 runs" in s for s in texts(at.subheader))
+    latency = at.get("plotly_chart")[0]
+    figure = json.loads(latency.proto.spec)
+    names = {trace.get("name", "") for trace in figure["data"]}
+    assert any(n.startswith("eight") for n in names) and any(n.startswith("four") for n in names)
+    table = at.dataframe[1].value  # the list, then the levels side by side
+    assert len(table) == 4 and {"run", "concurrency", "output tok/s"} <= set(table.columns)
+    assert len(at.get("download_button")) == 6  # each run keeps its own exports
+
+
+def test_delete_asks_first_then_removes_the_run_and_its_link(engine: object, fake: FakeServer) -> None:
+    keep = record(engine, fake, "fake:tokens=8")
+    doomed = record(engine, fake, "fake:tokens=4")
+    at = open_page("runs", {"runs": doomed})
+    at.button(key=f"runs.delete.{doomed}").click().run()
+    assert get_run_row(engine, doomed) is not None  # nothing deleted yet
+    assert any("cannot be undone" in w for w in texts(at.warning))
+    at.button(key=f"runs.keep.{doomed}").click().run()
+    assert get_run_row(engine, doomed) is not None and not at.warning
+    at.button(key=f"runs.delete.{doomed}").click().run()
+    at.button(key=f"runs.confirm_delete.{doomed}").click().run()
+    assert not at.exception
+    assert get_run_row(engine, doomed) is None and get_run_row(engine, keep) is not None
+    assert any("Deleted" in s for s in texts(at.success))
+    assert _params(at) == {}
+    assert list(at.dataframe[0].value["id"]) == [keep]
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [({"runs": "zz"}, "`runs`"), ({"runs": ",".join(f"abcdef{i:02}" for i in range(13))}, "`runs`")],
+)
+def test_bad_link_names_the_parameter(engine: object, params: dict[str, str], named: str) -> None:
+    at = open_page("runs", params)
+    assert not at.exception
+    warnings = texts(at.warning)
+    assert len(warnings) == 1 and named in warnings[0]
+
+
+def test_a_link_to_a_deleted_run_says_so(engine: object, fake: FakeServer) -> None:
+    run_id = record(engine, fake, "fake:tokens=8")
+    at = open_page("runs", {"runs": f"{run_id},{'0' * 32}"})
+    assert not at.exception
+    assert any("No stored run" in w and "0" * 32 in w for w in texts(at.warning))
+    assert _params(at) == {"runs": run_id}
+    assert metric(at, "Max concurrency in SLO") == "2"
+
+
+def test_labels_typed_by_users_are_shown_as_text(engine: object, fake: FakeServer) -> None:
+    run_id = record(engine, fake, "fake:tokens=8", label=HOSTILE)
+    other = record(engine, fake, "fake:tokens=4", label="plain")
+    at = open_page("runs", {"runs": run_id})
+    heading = texts(at.subheader)[0]
+    assert "\\<img" in heading and "\\*\\*bold\\*\\*" in heading and "\\[link\\]" in heading
+    assert HOSTILE in list(at.dataframe[0].value["label"])  # a table cell is text already
+    compared = open_page("runs", {"runs": f"{run_id},{other}"})
+    assert any("\\<img" in e.label for e in compared.expander)
+    figure = json.loads(compared.get("plotly_chart")[0].proto.spec)
+    names = [trace.get("name", "") for trace in figure["data"]]
+    assert any("&lt;img" in n for n in names) and not any("<img" in n for n in names)

@@ -1,0 +1,151 @@
+"""Drawing probe runs, shared by /probe and /runs: headline figures, charts, tables, "Cost this" and exports."""
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from probes.export import levels_csv, result_json, samples_csv
+from probes.figures import compare_rows, error_rows, latency_figure, level_rows, run_label, throughput_figure
+from probes.form import cost_params, default_cost_level
+from probes.models import RunResult, RunStatus
+from ui.text import escape_markdown
+
+STATUS_ICONS = {
+    RunStatus.COMPLETED: ":material/check_circle:", RunStatus.CANCELLED: ":material/stop_circle:",
+    RunStatus.FAILED: ":material/error:", RunStatus.INTERRUPTED: ":material/warning:",
+    RunStatus.RUNNING: ":material/pending:",
+}
+
+
+def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def run_status_message(result: RunResult) -> None:
+    """Say plainly how the run ended (failed runs: what went wrong and what to do)."""
+    if result.status == RunStatus.FAILED:
+        st.error(
+            f"The probe failed: {result.error or 'unknown error'}. Check the endpoint URL, that the server is "
+            "running and reachable from this machine, and the API key; **Test connection** tells more.",
+            icon="🚫",
+        )
+    elif result.status == RunStatus.CANCELLED:
+        st.warning("The probe was cancelled; the requests that finished before are kept below.", icon="⏹️")
+    elif result.status == RunStatus.INTERRUPTED:
+        st.warning(f"The probe was interrupted: {result.error or 'the app stopped'}.", icon="⚠️")
+    elif result.status == RunStatus.RUNNING:
+        st.info("This run is still running; figures cover the levels finished so far.", icon="⏳")
+
+
+def headline(result: RunResult) -> None:
+    """The run's key figures as metrics."""
+    best = next((lv for lv in result.levels if lv.concurrency == result.best_concurrency_within_slo), None)
+    shown = best or default_cost_level(result)
+    cols = st.columns(4)
+    cols[0].metric(
+        "Max concurrency in SLO",
+        "none" if result.best_concurrency_within_slo is None else str(result.best_concurrency_within_slo),
+        border=True,
+        help="The highest level whose TTFT p50, TTFT p99, TPOT p50 and failure share met the targets.",
+    )
+    at = f" at concurrency {shown.concurrency}" if shown else ""
+    cols[1].metric("Output tokens/s", _fmt(shown.output_tok_s if shown else None), border=True,
+                   help=f"Output tokens over the level's wall time{at}.")
+    cols[2].metric("TTFT p50", _fmt(shown.ttft_ms.p50 if shown else None, " ms"), border=True,
+                   help=f"Time to first token, median{at}.")
+    cols[3].metric("TPOT p50", _fmt(shown.tpot_ms.p50 if shown else None, " ms", 2), border=True,
+                   help=f"Time per output token after the first, median{at}.")
+
+
+def cost_this(result: RunResult, key: str) -> None:
+    """A level picker and a link that opens the cost calculator with that level's measured figures."""
+    default = default_cost_level(result)
+    levels = [lv for lv in result.levels if lv.output_tok_s and lv.completed]
+    if default is None:
+        st.caption("No level produced output tokens, so there is nothing to cost.")
+        return
+    options = [lv.concurrency for lv in levels]
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default.concurrency
+
+    def label(concurrency: int) -> str:
+        level = next(lv for lv in levels if lv.concurrency == concurrency)
+        mark = " (highest within SLO)" if concurrency == result.best_concurrency_within_slo else ""
+        return f"concurrency {concurrency}: {level.output_tok_s:,.1f} tok/s{mark}"
+
+    left, right = st.columns([2, 1], vertical_alignment="bottom")
+    chosen = left.selectbox("Level to cost", options, key=key, format_func=label,
+                            help="By default the highest concurrency within SLO.")
+    level = next(lv for lv in levels if lv.concurrency == chosen)
+    params = cost_params(level)
+    right.page_link("pages/tco.py", label="Cost this", icon=":material/payments:", query_params=params)
+    if result.best_concurrency_within_slo is None:
+        st.caption("No level met the SLO; the default is the level with the highest throughput.")
+    st.caption(
+        "Opens the cost calculator with " + ", ".join(f"`{k}={v}`" for k, v in params.items())
+        + " (throughput of this endpoint as one replica)."
+    )
+
+
+def run_details(result: RunResult, key: str) -> None:
+    """Everything about one run: status, headline, charts, tables, "Cost this"."""
+    run_status_message(result)
+    if not result.levels:
+        if result.status != RunStatus.FAILED:
+            st.info("No level finished, so there is nothing to chart yet.", icon="ℹ️")
+        _errors_table(result, key)
+        return
+    headline(result)
+    latency, throughput, table, errors = st.tabs(["Latency", "Throughput", "Levels", "Errors"])
+    with latency:
+        st.plotly_chart(latency_figure([result]), key=f"{key}.fig.latency")
+    with throughput:
+        st.plotly_chart(throughput_figure([result]), key=f"{key}.fig.throughput")
+    with table:
+        st.dataframe(pd.DataFrame(level_rows(result)), hide_index=True, key=f"{key}.levels")
+    with errors:
+        _errors_table(result, key)
+    cost_this(result, f"{key}.cost_level")
+
+
+def _errors_table(result: RunResult, key: str) -> None:
+    rows = error_rows(result)
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}.errors")
+    elif result.samples:
+        st.caption("Every request succeeded.")
+
+
+def comparison(results: Sequence[RunResult], key: str) -> None:
+    """Two or more runs overlaid on the same charts, and their levels side by side."""
+    latency, throughput, table = st.tabs(["Latency", "Throughput", "Levels side by side"])
+    with latency:
+        st.plotly_chart(latency_figure(results), key=f"{key}.fig.latency")
+    with throughput:
+        st.plotly_chart(throughput_figure(results), key=f"{key}.fig.throughput")
+    with table:
+        st.dataframe(pd.DataFrame(compare_rows(results)), hide_index=True, key=f"{key}.levels")
+    slos = {r.settings.slo for r in results}
+    if len(slos) > 1:
+        st.caption(f"The runs had different SLO targets; the dashed lines are those of {run_label(results[0])}.")
+
+
+def downloads(result: RunResult, key: str) -> None:
+    """Export buttons: the JSON file (the CLI's schema), levels CSV and requests CSV; built on click."""
+    stem = f"probe-{(result.run_id or 'run')[:12]}"
+    cols = st.columns(3)
+    cols[0].download_button("Download JSON", lambda: result_json(result), file_name=f"{stem}.json",
+                            mime="application/json", key=f"{key}.export.json", on_click="ignore",
+                            icon=":material/download:")
+    cols[1].download_button("Download levels CSV", lambda: levels_csv(result), file_name=f"{stem}-levels.csv",
+                            mime="text/csv", key=f"{key}.export.levels", on_click="ignore",
+                            icon=":material/download:")
+    cols[2].download_button("Download requests CSV", lambda: samples_csv(result), file_name=f"{stem}-requests.csv",
+                            mime="text/csv", key=f"{key}.export.requests", on_click="ignore",
+                            icon=":material/download:")
+
+
+def title_text(result: RunResult) -> str:
+    """The run's label for Markdown places (headings, expanders, tabs): every user character escaped."""
+    return f"{STATUS_ICONS.get(result.status, '')} {escape_markdown(run_label(result))}".strip()
