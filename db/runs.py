@@ -3,6 +3,7 @@
 import os
 import socket
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -276,10 +277,12 @@ def get_run_row(engine: Engine, run_id: str) -> RunRow | None:
         return session.get(RunRow, run_id)
 
 
-def load_samples(engine: Engine, run_id: str) -> list[RequestSample]:
-    """The run's stored requests, by level then send order."""
+def load_samples(engine: Engine, run_id: str, *, skip_levels: Collection[int] = ()) -> list[RequestSample]:
+    """The run's stored requests, by level then send order (optionally without some levels)."""
     query = (select(SampleRow.sample_json).where(SampleRow.run_id == run_id)
              .order_by(SampleRow.level_index, SampleRow.request_index, SampleRow.id))
+    if skip_levels:
+        query = query.where(SampleRow.level_index.not_in(list(skip_levels)))
     with session_factory(engine)() as session:
         return [RequestSample.model_validate_json(text) for text in session.scalars(query)]
 
@@ -310,14 +313,20 @@ def _levels_from_samples(row: RunRow, settings: RunSettings, samples: list[Reque
     return sorted(levels, key=lambda level: level.index)
 
 
-def get_run(engine: Engine, run_id: str) -> RunResult | None:
-    """The whole run (settings, levels, samples) as the probe's result model, or None."""
+def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunResult | None:
+    """The run (settings, levels, samples) as the probe's result model, or None.
+
+    Without samples only the stored levels are read (and the samples of a level that never finished, to
+    summarise it): what a page needs to chart a run, at a cost that does not grow with its requests.
+    """
     row = get_run_row(engine, run_id)
     if row is None:
         return None
     settings = row.settings
-    samples = load_samples(engine, run_id)
-    levels = _levels_from_samples(row, settings, samples, load_levels(engine, run_id))
+    stored = load_levels(engine, run_id)
+    partial = load_samples(engine, run_id, skip_levels=[level.index for level in stored])
+    samples = load_samples(engine, run_id) if with_samples else []
+    levels = _levels_from_samples(row, settings, partial, stored)
     best = row.best_concurrency_within_slo
     if best is None and row.status != RunStatus.RUNNING.value:
         best = best_concurrency_within_slo(levels)
@@ -326,6 +335,33 @@ def get_run(engine: Engine, run_id: str) -> RunResult | None:
         error=row.error, started_at=_aware(row.started_at) or _now(), finished_at=_aware(row.finished_at),
         best_concurrency_within_slo=best, levels=levels, samples=samples,
     )
+
+
+def sample_counts(engine: Engine, run_id: str) -> tuple[int, int]:
+    """(requests stored, requests failed) for a run, counted in SQL."""
+    query = select(func.count(), func.coalesce(func.sum(case((SampleRow.ok.is_(False), 1), else_=0)), 0)).where(
+        SampleRow.run_id == run_id, SampleRow.level_index >= 0)
+    with session_factory(engine)() as session:
+        total, failed = session.execute(query).one()
+        return int(total), int(failed)
+
+
+def error_summary(engine: Engine, run_id: str) -> list[dict[str, object]]:
+    """Failed requests by concurrency and kind with the first message of each kind (as probes.figures.error_rows)."""
+    groups = (select(SampleRow.concurrency, SampleRow.error_kind, func.count(), func.min(SampleRow.id))
+              .where(SampleRow.run_id == run_id, SampleRow.ok.is_(False), SampleRow.level_index >= 0)
+              .group_by(SampleRow.concurrency, SampleRow.error_kind)
+              .order_by(SampleRow.concurrency, SampleRow.error_kind))
+    with session_factory(engine)() as session:
+        found = session.execute(groups).all()
+        firsts = {row_id: text for row_id, text in session.execute(
+            select(SampleRow.id, SampleRow.sample_json).where(SampleRow.id.in_([r[3] for r in found])))}
+    rows: list[dict[str, object]] = []
+    for concurrency, kind, count, first_id in found:
+        example = RequestSample.model_validate_json(firsts[first_id]).error if first_id in firsts else None
+        rows.append({"concurrency": concurrency, "error kind": str(kind), "requests": int(count),
+                     "example": example or ""})
+    return rows
 
 
 def delete_run(engine: Engine, run_id: str) -> bool:

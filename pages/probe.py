@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from db.runs import RunRecorder, get_run
+from db.runs import RunRecorder, get_run, sample_counts
 from probes import (
     ProbeError,
     ProbeRun,
@@ -274,13 +274,13 @@ def _result() -> None:
     run_id = st.session_state.get(LAST)
     if not run_id:
         return
-    result = get_run(get_engine(), run_id)
+    result = get_run(get_engine(), run_id, with_samples=False)
     if result is None:
         st.info("The last run was deleted.", icon="ℹ️")
         return
+    requests, failed = sample_counts(get_engine(), run_id)
     st.subheader("Result")
-    st.caption(f"Run `{run_id}` · stored with every request · "
-               f"{len(result.samples)} requests, {sum(1 for s in result.samples if not s.ok)} failed")
+    st.caption(f"Run `{run_id}` · stored with every request · {requests} requests, {failed} failed")
     for problem in st.session_state.get("_probe.sink_errors", [])[:3]:
         st.warning(f"Some results could not be stored: {_plain(problem)}", icon="⚠️")
     run_details(result, f"probe.result.{run_id}")

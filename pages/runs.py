@@ -3,7 +3,16 @@
 import pandas as pd
 import streamlit as st
 
-from db.runs import RunRow, delete_run, get_run, get_run_row, list_runs, peak_output_tok_s, run_filters
+from db.runs import (
+    RunRow,
+    delete_run,
+    get_run,
+    get_run_row,
+    list_runs,
+    peak_output_tok_s,
+    run_filters,
+    sample_counts,
+)
 from probes.form import MAX_OPEN_RUNS, RunsView
 from probes.models import RunResult, RunStatus
 from ui.errors import guarded, show_errors
@@ -56,17 +65,28 @@ def _known_selection(rows: list[RunRow]) -> dict[str, RunRow]:
 
 def _table(rows: list[RunRow]) -> None:
     peaks = peak_output_tok_s(get_engine(), [row.id for row in rows])
-    table = pd.DataFrame([
-        {
-            "started": row.started_at, "status": row.status, "label": row.label, "model": row.model,
-            "endpoint": row.endpoint, "workload": row.workload,
-            "best concurrency within SLO": row.best_concurrency_within_slo,
-            "peak output tok/s": round(peaks[row.id], 1) if row.id in peaks else None, "id": row.id,
-        }
-        for row in rows
-    ])
-    st.dataframe(table, hide_index=True, key="runs.table",
-                 column_config={"started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss")})
+    table = pd.DataFrame(
+        [
+            {
+                "started": row.started_at,
+                "status": row.status,
+                "label": row.label,
+                "model": row.model,
+                "endpoint": row.endpoint,
+                "workload": row.workload,
+                "best concurrency within SLO": row.best_concurrency_within_slo,
+                "peak output tok/s": round(peaks[row.id], 1) if row.id in peaks else None,
+                "id": row.id,
+            }
+            for row in rows
+        ]
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="runs.table",
+        column_config={"started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss")},
+    )
 
 
 def _ask_delete(run_id: str) -> None:
@@ -88,16 +108,27 @@ def _delete_controls(result: RunResult) -> None:
     run_id = result.run_id or ""
     running = result.status == RunStatus.RUNNING
     if st.session_state.get(CONFIRM) != run_id:
-        st.button("Delete run…", key=f"runs.delete.{run_id}", icon=":material/delete:", on_click=_ask_delete,
-                  args=(run_id,), disabled=running,
-                  help="Cancel it on the Live probe page first." if running else "Asks before deleting.")
+        st.button(
+            "Delete run…",
+            key=f"runs.delete.{run_id}",
+            icon=":material/delete:",
+            on_click=_ask_delete,
+            args=(run_id,),
+            disabled=running,
+            help="Cancel it on the Live probe page first." if running else "Asks before deleting.",
+        )
         return
     with st.container(border=True):
-        st.warning(f"Delete run `{run_id[:8]}` with its {len(result.samples)} requests? This cannot be undone.",
-                   icon="🗑️")
+        requests, _ = sample_counts(get_engine(), run_id)
+        st.warning(f"Delete run `{run_id[:8]}` with its {requests} requests? This cannot be undone.", icon="🗑️")
         left, right, _ = st.columns([1, 1, 4])
-        left.button("Yes, delete", key=f"runs.confirm_delete.{run_id}", type="primary", on_click=_delete,
-                    args=(run_id, result.settings.label or result.model))
+        left.button(
+            "Yes, delete",
+            key=f"runs.confirm_delete.{run_id}",
+            type="primary",
+            on_click=_delete,
+            args=(run_id, result.settings.label or result.model),
+        )
         right.button("Keep it", key=f"runs.keep.{run_id}", on_click=_keep)
 
 
@@ -138,8 +169,12 @@ def body() -> None:
         _filter("Endpoint", "endpoint", endpoints, "All endpoints")
     with right:
         _filter("Model", "model", models, "All models")
-    rows = list_runs(engine, endpoint=st.session_state.get(K("endpoint")) or None,
-                     model=st.session_state.get(K("model")) or None, limit=LIST_LIMIT)
+    rows = list_runs(
+        engine,
+        endpoint=st.session_state.get(K("endpoint")) or None,
+        model=st.session_state.get(K("model")) or None,
+        limit=LIST_LIMIT,
+    )
     selected = _known_selection(rows)
     if rows:
         _table(rows)
@@ -147,15 +182,20 @@ def body() -> None:
         st.info("No stored runs match. Start one on the Live probe page.", icon="ℹ️")
         st.page_link("pages/probe.py", label="Open the live probe", icon=":material/speed:")
     options = {**{row.id: row for row in rows}, **selected}
-    st.multiselect("Open runs", list(options), key=K("runs"), format_func=lambda i: row_label(options[i]),
-                   max_selections=MAX_OPEN_RUNS,
-                   placeholder="Pick one to open it, two or more to compare",
-                   help="Runs hidden by the filters stay open; the link keeps them.")
+    st.multiselect(
+        "Open runs",
+        list(options),
+        key=K("runs"),
+        format_func=lambda i: row_label(options[i]),
+        max_selections=MAX_OPEN_RUNS,
+        placeholder="Pick one to open it, two or more to compare",
+        help="Runs hidden by the filters stay open; the link keeps them.",
+    )
     view, errors = state.read()
     if view is None:
         show_errors("Check these inputs.", errors)
         return
-    results = [r for r in (get_run(engine, run_id) for run_id in view.runs) if r is not None]
+    results = [r for r in (get_run(engine, run_id, with_samples=False) for run_id in view.runs) if r is not None]
     if not results:
         return
     if any(r.status == RunStatus.RUNNING for r in results):

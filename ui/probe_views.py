@@ -5,10 +5,12 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from db.runs import error_summary, get_run, sample_counts
 from probes.export import levels_csv, result_json, samples_csv
 from probes.figures import compare_rows, error_rows, latency_figure, level_rows, run_label, throughput_figure
 from probes.form import cost_params, default_cost_level
 from probes.models import RunResult, RunStatus
+from ui.resources import get_engine
 from ui.text import escape_markdown
 
 STATUS_ICONS = {
@@ -110,11 +112,21 @@ def run_details(result: RunResult, key: str) -> None:
 
 
 def _errors_table(result: RunResult, key: str) -> None:
-    rows = error_rows(result)
+    if result.samples or not result.run_id:
+        rows, total = error_rows(result), len(result.samples)
+    else:  # a stored run opened without its samples: count in the database
+        rows, (total, _) = error_summary(get_engine(), result.run_id), sample_counts(get_engine(), result.run_id)
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}.errors")
-    elif result.samples:
+    elif total:
         st.caption("Every request succeeded.")
+
+
+def full_run(result: RunResult) -> RunResult:
+    """The run with every request, for exports (a stored run is opened without them)."""
+    if result.samples or not result.run_id:
+        return result
+    return get_run(get_engine(), result.run_id) or result
 
 
 def comparison(results: Sequence[RunResult], key: str) -> None:
@@ -135,13 +147,14 @@ def downloads(result: RunResult, key: str) -> None:
     """Export buttons: the JSON file (the CLI's schema), levels CSV and requests CSV; built on click."""
     stem = f"probe-{(result.run_id or 'run')[:12]}"
     cols = st.columns(3)
-    cols[0].download_button("Download JSON", lambda: result_json(result), file_name=f"{stem}.json",
+    cols[0].download_button("Download JSON", lambda: result_json(full_run(result)), file_name=f"{stem}.json",
                             mime="application/json", key=f"{key}.export.json", on_click="ignore",
                             icon=":material/download:")
-    cols[1].download_button("Download levels CSV", lambda: levels_csv(result), file_name=f"{stem}-levels.csv",
+    cols[1].download_button("Download levels CSV", lambda: levels_csv(full_run(result)), file_name=f"{stem}-levels.csv",
                             mime="text/csv", key=f"{key}.export.levels", on_click="ignore",
                             icon=":material/download:")
-    cols[2].download_button("Download requests CSV", lambda: samples_csv(result), file_name=f"{stem}-requests.csv",
+    cols[2].download_button("Download requests CSV", lambda: samples_csv(full_run(result)),
+                            file_name=f"{stem}-requests.csv",
                             mime="text/csv", key=f"{key}.export.requests", on_click="ignore",
                             icon=":material/download:")
 

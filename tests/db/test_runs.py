@@ -136,3 +136,33 @@ def test_cli_style_run_with_unreachable_endpoint_is_stored_failed(database_url: 
     row = get_run_row(engine, recorder.run_id)
     assert row.status == RunStatus.FAILED and "cannot reach" in row.error and row.finished_at is not None
     engine.dispose()
+
+
+def test_opening_a_run_without_samples_gives_the_same_levels_and_counts_in_sql(database_url: str) -> None:
+    from db import init_db, make_engine
+    from db.runs import RunRecorder, error_summary, get_run, sample_counts
+    from probes.config import RunSettings
+    from probes.fakeserver import serve_in_thread
+    from probes.figures import error_rows
+    from probes.worker import ProbeRun
+
+    engine = make_engine(database_url)
+    init_db(engine)
+    with serve_in_thread() as fake:
+        settings = RunSettings(base_url=fake.base_url, model="fake:tokens=4,ttft_ms=1,tpot_ms=1", concurrency=(1, 2),
+                               requests_per_level=3, max_tokens=4)
+        rec = RunRecorder(engine, settings)
+        run = ProbeRun(settings, on_sample=rec.on_sample, on_level=rec.on_level, on_finish=rec.on_finish).start()
+        assert run.wait(30)
+        failing = RunSettings(base_url=fake.base_url, model="fake:fault=500", concurrency=(1,),
+                              requests_per_level=2, max_tokens=4)
+        rec2 = RunRecorder(engine, failing)
+        run2 = ProbeRun(failing, on_sample=rec2.on_sample, on_level=rec2.on_level, on_finish=rec2.on_finish).start()
+        assert run2.wait(30)
+    for recorder in (rec, rec2):
+        full = get_run(engine, recorder.run_id)
+        light = get_run(engine, recorder.run_id, with_samples=False)
+        assert light.samples == [] and light.levels == full.levels
+        assert sample_counts(engine, recorder.run_id) == (len(full.samples), sum(not s.ok for s in full.samples))
+        assert error_summary(engine, recorder.run_id) == error_rows(full)
+    assert sample_counts(engine, rec2.run_id)[1] == 2
