@@ -21,6 +21,7 @@ from probes import (
 from probes.figures import level_rows, throughput_figure
 from probes.form import ProbeForm, prepare_run
 from ui.errors import guarded, show_errors
+from ui.live_runs import live_runs
 from ui.params import format_value, validate_params
 from ui.probe_views import downloads, run_details
 from ui.resources import get_engine
@@ -203,6 +204,7 @@ def _start(form: ProbeForm) -> bool:
         return False
     st.session_state[RUN] = run
     st.session_state[RUN_ID] = recorder.run_id
+    live_runs().add(recorder.run_id, run)
     st.session_state[CANCELLING] = False
     st.session_state.pop(LAST, None)
     return True

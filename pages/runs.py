@@ -16,6 +16,7 @@ from db.runs import (
 from probes.form import MAX_OPEN_RUNS, RunsView
 from probes.models import RunResult, RunStatus
 from ui.errors import guarded, show_errors
+from ui.live_runs import live_runs
 from ui.probe_views import comparison, downloads, run_details, title_text
 from ui.resources import get_engine
 from ui.router import require_router
@@ -107,6 +108,19 @@ def _delete(run_id: str, label: str) -> None:
 def _delete_controls(result: RunResult) -> None:
     run_id = result.run_id or ""
     running = result.status == RunStatus.RUNNING
+    live = live_runs().get(run_id) if running else None
+    if live is not None:
+        progress = live.progress()
+        st.caption(
+            f"Running in this app: {progress.finished} requests of this level finished, {progress.failed} failed."
+        )
+        st.button(
+            "Cancel probe",
+            key=f"runs.cancel.{run_id}",
+            icon=":material/stop_circle:",
+            on_click=live.cancel,
+            help="Stops sending; requests in flight are dropped; finished ones are kept.",
+        )
     if st.session_state.get(CONFIRM) != run_id:
         st.button(
             "Delete run…",
@@ -115,7 +129,7 @@ def _delete_controls(result: RunResult) -> None:
             on_click=_ask_delete,
             args=(run_id,),
             disabled=running,
-            help="Cancel it on the Live probe page first." if running else "Asks before deleting.",
+            help="Cancel it first." if running else "Asks before deleting.",
         )
         return
     with st.container(border=True):

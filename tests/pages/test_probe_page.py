@@ -214,3 +214,22 @@ def test_refused_settings_are_one_clear_error_and_nothing_is_stored(
     assert len(errors) == 1 and says in errors[0]
     assert "_probe.run" not in at.session_state
     assert list_runs(_engine(database_url)) == []
+
+
+def test_a_run_started_in_one_session_is_cancelled_from_another(fake: FakeServer, database_url: str) -> None:
+    """A reloaded tab or a colleague on /runs can stop a probe this app process is running."""
+    slow = "fake:ttft_ms=20,tpot_ms=40,tokens=30"
+    at = open_page("probe", {"url": fake.base_url, "model": slow, "levels": "1,2", "requests": "6"})
+    at.button(key="probe.start").click().run()
+    (row,) = list_runs(_engine(database_url))
+    other = open_page("runs", {"runs": row.id})  # a new session
+    deadline = time.monotonic() + 20
+    while not any(b.key == f"runs.cancel.{row.id}" for b in other.button):
+        assert time.monotonic() < deadline, "no cancel button for the live run"
+        time.sleep(0.2)
+        other.run()
+    other.button(key=f"runs.cancel.{row.id}").click().run()
+    _finish(at)
+    (row,) = list_runs(_engine(database_url))
+    assert row.status == RunStatus.CANCELLED.value
+    assert any("cancelled" in w for w in texts(at.warning))
