@@ -4,6 +4,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -36,24 +37,22 @@ def wait_http(url: str, timeout_s: float = 60.0, proc: subprocess.Popen | None =
 
 
 @contextmanager
-def running_app(database_url: str, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start `streamlit run app.py` on a free port with this database; yield its base URL."""
-    port = free_port()
+def running_app(
+    database_url: str,
+    extra_env: dict[str, str] | None = None,
+    log_path: Path | None = None,
+    port: int | None = None,
+) -> Iterator[str]:
+    """Start `streamlit run app.py` on a free port with this database; yield its base URL.
+
+    Its stdout and stderr go to log_path (or a temporary file), so tests can search what it logged.
+    """
+    port = port or free_port()
     env = {**os.environ, "DATABASE_URL": database_url, **(extra_env or {})}
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-    ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true"]
+    log = open(log_path, "ab") if log_path else tempfile.TemporaryFile()  # noqa: SIM115
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{base}/_stcore/health", proc=proc)
@@ -64,3 +63,5 @@ def running_app(database_url: str, extra_env: dict[str, str] | None = None) -> I
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(timeout=10)
+        log.close()
