@@ -40,3 +40,28 @@ def test_a_scenario_saved_on_one_replica_opens_on_another(browser: object, postg
         alert.first.wait_for(timeout=30_000)  # shown as typed, not as HTML
         assert tab.locator("b", has_text="across").count() == 0
         other.close()
+
+
+def test_a_probe_run_on_one_replica_is_listed_and_opened_on_another(browser: object, postgres_base_url: str) -> None:
+    from probes.fakeserver import Behaviour, serve_in_thread
+
+    url = create_database(postgres_base_url, "shared_runs")
+    with serve_in_thread(defaults=Behaviour(ttft_ms=10, tpot_ms=2, tokens=8)) as fake, running_app(url) as first, \
+            running_app(url) as second:
+        context = browser.new_context()
+        tab = context.new_page()
+        tab.goto(f"{first}/probe?url={fake.base_url}&model=fake&levels=1,2&requests=4&label=from-replica-one")
+        tab.get_by_role("button", name="Start probe").click()
+        tab.locator('[data-testid="stMetric"]').filter(has_text="Max concurrency in SLO").first.wait_for(
+            timeout=60_000)
+        tab.goto("about:blank")
+        context.close()
+
+        other = browser.new_context()
+        runs = other.new_page()
+        runs.goto(f"{second}/runs")
+        runs.get_by_role("combobox", name="Open runs").click()
+        runs.get_by_role("option").filter(has_text="from-replica-one").first.click()
+        assert _metric(runs, "Max concurrency in SLO") == "2"
+        runs.goto("about:blank")
+        other.close()
