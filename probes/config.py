@@ -46,6 +46,15 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
+def normalize_base_url(value: str) -> str:
+    """An http(s) base URL without surrounding spaces or trailing slash (ValueError otherwise)."""
+    value = value.strip().rstrip("/")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("give the base URL like http://host:8000/v1")
+    return value
+
+
 def _slo_default(name: str) -> float:
     return float(getattr(load_handbook().slo, name))
 
@@ -110,11 +119,7 @@ class RunSettings(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _check_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("base URL must look like http://host:port/v1")
-        return value
+        return normalize_base_url(value)
 
     @field_validator("concurrency", mode="before")
     @classmethod

@@ -16,6 +16,7 @@ from probes.config import (
     Timeouts,
     WorkloadKind,
     check_run_settings,
+    normalize_base_url,
 )
 from probes.errors import ProbeSettingsError
 from probes.models import LevelResult, RunResult
@@ -80,10 +81,8 @@ class ProbeForm(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _check_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
+        value = normalize_base_url(value)
         parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("give the base URL like http://host:8000/v1")
         if parts.username or parts.password:
             raise ValueError("no user:password in the URL; put the key in the API key field")
         if any(SECRET_QUERY_KEYS.search(k) for k, _ in parse_qsl(parts.query, keep_blank_values=True)):
