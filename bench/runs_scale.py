@@ -25,7 +25,18 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import insert  # noqa: E402
 
 from db import init_db, make_engine  # noqa: E402
-from db.runs import LevelRow, RunRow, SampleRow, level_aggregates, list_runs, load_levels, run_filters  # noqa: E402
+from db.runs import (  # noqa: E402
+    LevelRow,
+    RunRow,
+    SampleRow,
+    error_summary,
+    get_run,
+    level_aggregates,
+    list_runs,
+    load_levels,
+    run_filters,
+    sample_counts,
+)
 from probes.config import RunSettings  # noqa: E402
 from probes.metrics import best_concurrency_within_slo, summarize_level  # noqa: E402
 from probes.models import RequestSample, TokenSource  # noqa: E402
@@ -209,6 +220,9 @@ def main() -> None:
     )
     timed("load_levels (open one run: its levels)", lambda: load_levels(engine, run_id))
     timed("level_aggregates (SQL over its samples)", lambda: level_aggregates(engine, run_id))
+    timed("get_run without samples (what /runs opens)", lambda: get_run(engine, run_id, with_samples=False))
+    timed("sample_counts + error_summary (SQL)", lambda: (sample_counts(engine, run_id), error_summary(engine, run_id)))
+    timed("get_run with its 5,000 samples (exports)", lambda: get_run(engine, run_id), repeat=3)
     if (ROOT / "pages" / "runs.py").exists():
         print(f"{'/runs?runs=<id> page script (AppTest, warm)':<44} {page_open_ms(url, run_id):9.1f} ms")
 
