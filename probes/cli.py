@@ -14,12 +14,13 @@ from typing import TextIO
 
 from pydantic import SecretStr, ValidationError
 
-from probes.config import ApiKind, RunSettings, SloTargets, Timeouts, WorkloadKind
+from probes.config import ApiKind, RunSettings, SloTargets, Timeouts, WorkloadKind, check_run_settings
 from probes.endpoint import check_connection, list_models, run_sync
 from probes.errors import ProbeError
 from probes.export import result_json
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.worker import ProbeRun
+from probes.workloads import build_prompts
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 API_KEY_ENV = "PROBE_API_KEY"
@@ -186,12 +187,21 @@ def _run(settings: RunSettings, args: argparse.Namespace, out: TextIO, err: Text
 
     probe = ProbeRun(settings, on_sample=on_sample, on_level=on_level, on_heartbeat=on_heartbeat,
                      on_finish=on_finish)
-    try:
-        probe.start()  # refuses bad settings and workloads before anything is stored
+    try:  # refuse bad settings and workloads before anything is stored (start() checks them the same way)
+        check_run_settings(settings)
+        build_prompts(settings, settings.requests_per_level)
     except ProbeError as exc:
         print(f"error: {exc}", file=err)
         return EXIT_USAGE
+    # The recorder exists before the worker starts: its callbacks store every sample and the run's end.
     recorder = _Recorder(settings, not args.no_db, err)
+    try:
+        probe.start()
+    except ProbeError as exc:
+        if recorder.inner is not None:
+            recorder.inner.on_finish(None, exc)
+        print(f"error: {exc}", file=err)
+        return EXIT_USAGE
     if not quiet:
         print(f"probing {settings.endpoint} model {settings.model}: levels {list(settings.concurrency)}, "
               f"{settings.requests_per_level} requests each", file=err, flush=True)

@@ -2,7 +2,7 @@
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import streamlit as st
@@ -33,6 +33,7 @@ class PageState(Generic[M]):
     model_cls: type[M]
     to_widget: Callable[[str, object], object] = plain_widget_value
     load_base: Callable[[str], tuple[dict[str, str] | None, str | None]] | None = None
+    _notes_slot: object = field(default=None, init=False, repr=False)  # this run's notes, cleared once stale
 
     def key(self, alias: str) -> str:
         """The widget key of a parameter."""
@@ -85,8 +86,12 @@ class PageState(Generic[M]):
     def show_notes(self) -> None:
         """Show what loading the link had to say (bad parameters, unknown scenario) until the inputs change."""
         _, notes = st.session_state.get(self._notes_key, (None, []))
-        for level, message in notes:
-            (st.warning if level == "warning" else st.info)(message, icon="⚠️" if level == "warning" else "ℹ️")
+        self._notes_slot = st.empty()
+        if not notes:
+            return
+        with self._notes_slot.container():
+            for level, message in notes:
+                (st.warning if level == "warning" else st.info)(message, icon="⚠️" if level == "warning" else "ℹ️")
 
     def read(self, from_widget: Callable[[str, object], object] | None = None) -> tuple[M | None, list[str]]:
         """Validate what the widgets hold; on success write it back to the URL. Returns (model or None, errors)."""
@@ -98,6 +103,8 @@ class PageState(Generic[M]):
         loaded, _ = st.session_state.get(self._notes_key, (None, []))
         if loaded is not None and model != loaded:
             st.session_state.pop(self._notes_key, None)  # the user has moved on from the link
+            if self._notes_slot is not None:
+                self._notes_slot.empty()  # drawn above in this same run; it no longer applies
         if errors:
             return None, errors
         self.write_url(model)
