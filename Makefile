@@ -42,3 +42,14 @@ lint: $(VENV)/.dev-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+## bench: client fidelity benchmark (probe vs the handbook's SDK loop vs aiperf), a few minutes; see docs/bench.md
+BENCH_VENV := bench/.venv
+.PHONY: bench
+$(BENCH_VENV)/.deps: bench/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet -r bench/requirements.txt
+	touch $@
+
+bench: $(VENV)/.run-deps $(BENCH_VENV)/.deps
+	$(BIN)/python bench/probe_fidelity.py

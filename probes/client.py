@@ -76,6 +76,7 @@ class _Watchdog:
         self.cm: asyncio.Timeout | None = None
         self.handle: asyncio.TimerHandle | None = None
         self.loop = asyncio.get_running_loop()
+        self.stream: TimedStream | None = None  # once lazy: the transport knows when the last data line came
 
     def arm(self, cm: asyncio.Timeout) -> None:
         self.cm = cm
@@ -84,7 +85,8 @@ class _Watchdog:
     def _check(self) -> None:
         now = self.clock()
         if self.first_token:
-            due = self.last_event_s + self.stall_s
+            last = self.last_event_s if self.stream is None else max(self.last_event_s, self.stream.last_data_s)
+            due = last + self.stall_s
             kind = ErrorKind.STALL_TIMEOUT
         else:
             due = self.sent_s + self.ttft_s
@@ -181,28 +183,209 @@ def request_body(settings: RunSettings, prompt: Prompt) -> dict[str, Any]:
     return body
 
 
+def encode_body(body: dict[str, Any]) -> bytes:
+    """The request body as JSON bytes, prepared ahead of sending."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+_RAW_STREAM_OPTIONS: Any = {"headers": {RAW_RESPONSE_HEADER: "stream"}}
+
+
 @contextlib.asynccontextmanager
-async def open_stream(client: AsyncOpenAI, path: str, body: dict[str, Any]) -> AsyncIterator[httpx2.Response]:
+async def open_stream(client: AsyncOpenAI, path: str, body: dict[str, Any] | bytes) -> AsyncIterator[httpx2.Response]:
     """POST through the SDK and hand back the raw, unread httpx2 response.
 
     The SDK still does auth, headers and status errors (openai.APIStatusError, no retries); there is no model object
-    per chunk and none of create()'s per-request type transforms.
+    per chunk and none of create()'s per-request type transforms. A body given as bytes (JSON prepared ahead) is
+    sent as it is.
     """
-    http = await client.post(path, cast_to=httpx2.Response, body=body, stream=True,
-                             options={"headers": {RAW_RESPONSE_HEADER: "stream"}})
+    content = body if isinstance(body, bytes) else encode_body(body)
+    http = await client.post(path, cast_to=httpx2.Response, content=content, stream=True,
+                             options=_RAW_STREAM_OPTIONS)
     try:
         yield http
     finally:
         await http.aclose()
 
 
+class _SSE:
+    """Splits SSE events out of the body and records each output chunk in the trace.
+
+    An event's time is the arrival of the read that completed it. feed() parses read by read; feed_bulk() parses
+    many reads at once (one json.loads over all their events), for the lazy part of a stream.
+    """
+
+    def __init__(self, trace: StreamTrace, chat: bool, overlength_at: int, wd: _Watchdog) -> None:
+        self.trace = trace
+        self.chat = chat
+        self.overlength_at = overlength_at
+        self.wd = wd
+        self.buf = b""
+        self.event_name = b""
+        self.done = False
+        self.finish: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.now = trace.sent_s
+
+    def _split(self, data: bytes) -> list[bytes]:
+        if self.buf:
+            data = self.buf + data
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n")
+        events = data.split(b"\n\n")
+        self.buf = events.pop()
+        return events
+
+    def _payload(self, event: bytes) -> bytes | None:
+        if event.startswith(b"data:") and b"\n" not in event:  # the usual event: one data line
+            return event[5:].lstrip(b" ")
+        payload = None
+        for line in event.split(b"\n"):
+            if line.startswith(b"data:"):
+                piece = line[5:].lstrip(b" ")
+                payload = piece if payload is None else payload + b"\n" + piece
+            elif line.startswith(b"event:"):
+                self.event_name = line[6:].strip()
+        return payload
+
+    def feed(self, now: float, data: bytes) -> None:
+        """One read, parsed now."""
+        self.now = now
+        for event in self._split(data):
+            payload = self._payload(event)
+            if payload is not None:
+                self._event(now, payload, self._decode(payload), self.event_name)
+
+    def feed_bulk(self, reads: list[tuple[float, bytes]]) -> None:
+        """Many reads: events gathered first, their JSON decoded in one call (per event if that fails)."""
+        found: list[tuple[float, bytes, bytes]] = []
+        for now, data in reads:
+            self.now = now
+            for event in self._split(data):
+                payload = self._payload(event)
+                if payload is not None:
+                    found.append((now, payload, self.event_name))
+        if not found:
+            return
+        objs: list[Any] | None = None
+        body = [p for _, p, _ in found if p != b"[DONE]"]
+        if body:
+            with contextlib.suppress(ValueError):
+                objs = json.loads(b"[" + b",".join(body) + b"]")
+            if objs is not None and len(objs) != len(body):
+                objs = None
+        k = 0
+        for now, payload, name in found:
+            if payload == b"[DONE]":
+                self._event(now, payload, None, name)
+                continue
+            obj = objs[k] if objs is not None else self._decode(payload)
+            k += 1
+            self._event(now, payload, obj, name)
+
+    @staticmethod
+    def _decode(payload: bytes) -> Any:
+        if payload == b"[DONE]":
+            return None
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise _Failed(ErrorKind.MALFORMED_SSE, f"a data line is not JSON: {payload[:120]!r}") from None
+
+    def _event(self, now: float, payload: bytes, obj: Any, event_name: bytes) -> None:
+        trace = self.trace
+        wd = self.wd
+        wd.last_event_s = now
+        if payload == b"[DONE]":
+            self.done = True
+            trace.end_s = now
+            return
+        if not isinstance(obj, dict):
+            raise _Failed(ErrorKind.MALFORMED_SSE, f"a data line is not an object: {payload[:120]!r}")
+        choices = obj.get("choices")
+        if (obj.get("error") is not None and not choices) or event_name == b"error":
+            err = obj.get("error", obj)
+            msg = err.get("message", err) if isinstance(err, dict) else err
+            raise _Failed(ErrorKind.STREAM_ERROR, f"error inside the stream: {msg}")
+        added = False
+        chunk_cum = trace.chunk_cum_tokens
+        if choices:
+            c0 = choices[0]
+            if self.chat:
+                delta = c0.get("delta") or {}
+                content = delta.get("content")
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+            else:
+                content = c0.get("text")
+                thought = None
+            if content or thought:
+                trace.chunk_s.append(now)
+                trace.chunk_chars.append(len(content or "") + len(thought or ""))
+                trace.chunk_reasoning.append(not content)
+                chunk_cum.append(None)
+                added = True
+                if not wd.first_token:
+                    wd.first(now)
+            fr = c0.get("finish_reason")
+            if fr:
+                self.finish = fr
+        usage = obj.get("usage")
+        if usage:
+            self.usage = usage
+            if added:
+                chunk_cum[-1] = usage.get("completion_tokens")
+        produced = len(trace.chunk_s)
+        if chunk_cum and chunk_cum[-1] is not None:
+            produced = int(chunk_cum[-1])
+        if produced > self.overlength_at:
+            raise _Failed(ErrorKind.OVERLENGTH, f"the stream ran past max_tokens ({produced} > {self.overlength_at})")
+
+    def produced(self) -> int:
+        """Output tokens so far (continuous usage when the server sends it, else chunks)."""
+        cum = self.trace.chunk_cum_tokens
+        if cum and cum[-1] is not None:
+            return int(cum[-1])
+        return len(self.trace.chunk_s)
+
+
+async def _read_lean(stream: TimedStream, sse: _SSE, lazy: bool) -> None:
+    """Read a stream of the lean transport: parse read by read until the first output token, then lazily.
+
+    After the first token the transport no longer wakes this task on every read: it stamps and queues the bytes, and
+    counts SSE data lines; the task wakes when the body ends (or fails) or when enough data lines came to possibly
+    pass the overlength guard, and parses everything queued in one go. Stalls are seen through the transport's time
+    of the last data line. With continuous usage (tokens per chunk known only from the JSON) it stays eager.
+    """
+    sse.wd.stream = stream
+    first = False
+    while True:
+        reads = stream.take()
+        if reads:
+            if first:
+                sse.feed_bulk(reads)
+            else:
+                for now, data in reads:
+                    sse.feed(now, data)
+                first = lazy and sse.wd.first_token
+        if stream.ended():  # raises the connection's error, if any
+            return
+        wake_at = None
+        if first:
+            wake_at = stream.events + max(1, sse.overlength_at + 1 - sse.produced())
+        await stream.wait(wake_at)
+
+
 async def send_request(client: AsyncOpenAI, settings: RunSettings, prompt: Prompt, *, level_index: int,
                        concurrency: int, index: int, level_start_s: float,
-                       clock: Clock = time.perf_counter) -> RequestSample:
-    """Send one streamed request and return its sample; every failure is recorded, never raised (but cancel)."""
+                       clock: Clock = time.perf_counter, body: bytes | None = None) -> RequestSample:
+    """Send one streamed request and return its sample; every failure is recorded, never raised (but cancel).
+
+    `body` is the request's JSON prepared ahead (request_body + encode_body); built here when not given.
+    """
     chat = settings.api == ApiKind.CHAT
     path = "/chat/completions" if chat else "/completions"
-    body = request_body(settings, prompt)
+    if body is None:
+        body = encode_body(request_body(settings, prompt))
     overlength_at = settings.max_tokens + settings.timeouts.overlength_extra_tokens
     sent_s = clock()
     trace = StreamTrace(sent_s=sent_s)
@@ -213,12 +396,6 @@ async def send_request(client: AsyncOpenAI, settings: RunSettings, prompt: Promp
     retry_after: float | None = None
     request_id: str | None = None
     finish: str | None = None
-    done = False
-    loads = json.loads
-    chunk_s = trace.chunk_s
-    chunk_chars = trace.chunk_chars
-    chunk_reasoning = trace.chunk_reasoning
-    chunk_cum = trace.chunk_cum_tokens
     usage_seen: dict[str, Any] | None = None
     try:
         async with asyncio.timeout(None) as cm:
@@ -236,86 +413,22 @@ async def send_request(client: AsyncOpenAI, settings: RunSettings, prompt: Promp
                                 break
                         raise _Failed(ErrorKind.NOT_STREAMED,
                                       f"asked for a stream, got {ctype or 'no content type'}: {got[:200]!r}")
-                    buf = b""
-                    event_name = b""
-                    now = sent_s
+                    sse = _SSE(trace, chat, overlength_at, wd)
                     timed = http.extensions.get(TIMED_STREAM)
+                    if isinstance(timed, TimedStream) and timed.clock is clock:
+                        sent_s = trace.sent_s = timed.sent_s  # written to the socket: the send time
+                        sse.now = sent_s
                     encoded = http.headers.get("content-encoding", "identity").lower() not in ("identity", "")
                     if isinstance(timed, TimedStream) and not encoded:
-                        source = timed.timed()  # arrival times taken by the transport as bytes came in
+                        await _read_lean(timed, sse, lazy=not settings.continuous_usage_stats)
                     else:
-                        source = _timed_fallback(http, clock)
-                    async for now, data in source:
-                        if buf:
-                            data = buf + data
-                        if b"\r" in data:
-                            data = data.replace(b"\r\n", b"\n")
-                        events = data.split(b"\n\n")
-                        buf = events.pop()
-                        for event in events:
-                            payload = None
-                            for line in event.split(b"\n"):
-                                if line.startswith(b"data:"):
-                                    piece = line[5:].lstrip(b" ")
-                                    payload = piece if payload is None else payload + b"\n" + piece
-                                elif line.startswith(b"event:"):
-                                    event_name = line[6:].strip()
-                            if payload is None:
-                                continue
-                            wd.last_event_s = now
-                            if payload == b"[DONE]":
-                                done = True
-                                trace.end_s = now
-                                continue
-                            try:
-                                obj = loads(payload)
-                            except ValueError:
-                                raise _Failed(ErrorKind.MALFORMED_SSE,
-                                              f"a data line is not JSON: {payload[:120]!r}") from None
-                            if not isinstance(obj, dict):
-                                raise _Failed(ErrorKind.MALFORMED_SSE,
-                                              f"a data line is not an object: {payload[:120]!r}")
-                            choices = obj.get("choices")
-                            if (obj.get("error") is not None and not choices) or event_name == b"error":
-                                err = obj.get("error", obj)
-                                msg = err.get("message", err) if isinstance(err, dict) else err
-                                raise _Failed(ErrorKind.STREAM_ERROR, f"error inside the stream: {msg}")
-                            added = False
-                            if choices:
-                                c0 = choices[0]
-                                if chat:
-                                    delta = c0.get("delta") or {}
-                                    content = delta.get("content")
-                                    thought = delta.get("reasoning_content") or delta.get("reasoning")
-                                else:
-                                    content = c0.get("text")
-                                    thought = None
-                                if content or thought:
-                                    chunk_s.append(now)
-                                    chunk_chars.append(len(content or "") + len(thought or ""))
-                                    chunk_reasoning.append(not content)
-                                    chunk_cum.append(None)
-                                    added = True
-                                    if not wd.first_token:
-                                        wd.first(now)
-                                fr = c0.get("finish_reason")
-                                if fr:
-                                    finish = fr
-                            usage = obj.get("usage")
-                            if usage:
-                                usage_seen = usage
-                                if added:
-                                    chunk_cum[-1] = usage.get("completion_tokens")
-                            produced = len(chunk_s)
-                            if chunk_cum and chunk_cum[-1] is not None:
-                                produced = int(chunk_cum[-1])
-                            if produced > overlength_at:
-                                raise _Failed(ErrorKind.OVERLENGTH,
-                                              f"the stream ran past max_tokens ({produced} > {overlength_at})")
+                        async for now, data in _timed_fallback(http, clock):
+                            sse.feed(now, data)
                     if trace.end_s is None:
-                        trace.end_s = now
-                    if not done and finish is None:
+                        trace.end_s = sse.now
+                    if not sse.done and sse.finish is None:
                         raise _Failed(ErrorKind.STREAM_TRUNCATED, "the stream ended without a finish reason or [DONE]")
+                    finish, usage_seen = sse.finish, sse.usage
             finally:
                 wd.disarm()
     except _Failed as exc:

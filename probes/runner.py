@@ -13,11 +13,21 @@ import httpx2
 import openai
 from openai import AsyncOpenAI
 
-from probes.client import Clock, classify_error, close_quietly, make_client, make_http, send_request
+from probes.client import (
+    Clock,
+    classify_error,
+    close_quietly,
+    encode_body,
+    make_client,
+    make_http,
+    request_body,
+    send_request,
+)
 from probes.config import RunSettings, check_run_settings
 from probes.metrics import best_concurrency_within_slo, summarize_level
 from probes.models import CONNECTION_KINDS, LevelResult, RequestSample, RunResult, RunStatus, ServerMetrics
 from probes.prom import metrics_url_for, scrape, server_metrics
+from probes.transport import LeanTransport
 from probes.workloads import Prompt, build_prompts
 from settings import Settings
 
@@ -87,8 +97,10 @@ class _Level:
 
     def __init__(self, client: AsyncOpenAI, settings: RunSettings, prompts: list[Prompt], index: int,
                  concurrency: int, count: int, clock: Clock, on_sample: SampleSink | None, progress: Progress,
-                 counted: bool = True, prompt_offset: int = 0) -> None:
+                 counted: bool = True, prompt_offset: int = 0, lean: LeanTransport | None = None) -> None:
         self.client = client
+        self.lean = lean
+        self.bodies: dict[int, bytes] = {}
         self.settings = settings
         self.prompts = prompts
         self.index = index
@@ -104,11 +116,21 @@ class _Level:
         self.start_s = 0.0
         self.end_s = 0.0
 
+    async def _prepare(self) -> None:
+        """Before the level's clock: every request body encoded, and `concurrency` connections open and idle."""
+        n = len(self.prompts)
+        for i in range(self.count):
+            k = (self.prompt_offset + i) % n
+            if k not in self.bodies:
+                self.bodies[k] = encode_body(request_body(self.settings, self.prompts[k]))
+        if self.lean is not None:
+            await self.lean.warm(self.settings.base_url, self.concurrency, self.settings.timeouts.connect_s)
+
     async def _one(self, i: int) -> None:
-        prompt = self.prompts[(self.prompt_offset + i) % len(self.prompts)]
-        sample = await send_request(self.client, self.settings, prompt, level_index=self.index,
+        k = (self.prompt_offset + i) % len(self.prompts)
+        sample = await send_request(self.client, self.settings, self.prompts[k], level_index=self.index,
                                     concurrency=self.concurrency, index=i, level_start_s=self.start_s,
-                                    clock=self.clock)
+                                    clock=self.clock, body=self.bodies.get(k))
         self.end_s = self.clock()
         self.samples.append(sample)
         if self.counted:
@@ -121,6 +143,7 @@ class _Level:
         settings = self.settings
         free = asyncio.Semaphore(self.concurrency)
         rng = random.Random(settings.seed * 7919 + self.index)
+        await self._prepare()
         self.start_s = self.end_s = self.clock()
         next_s = self.start_s
         try:
@@ -164,6 +187,9 @@ async def run_probe(settings: RunSettings, *, on_sample: SampleSink | None = Non
     progress.update(levels_total=len(settings.concurrency), requests_per_level=settings.requests_per_level,
                     phase="connecting")
     started_at = datetime.now(UTC)
+    lean = None
+    if transport is None:
+        lean = transport = LeanTransport(clock=clock)
     http = make_http(settings, max(settings.concurrency), transport)
     client = make_client(settings, http)
     levels: list[LevelResult] = []
@@ -190,14 +216,14 @@ async def run_probe(settings: RunSettings, *, on_sample: SampleSink | None = Non
             if settings.warmup_requests:
                 progress.update(phase="warmup")
                 warm = _Level(client, settings, prompts, -1, min(settings.warmup_requests, max(settings.concurrency)),
-                              settings.warmup_requests, clock, None, progress, counted=False)
+                              settings.warmup_requests, clock, None, progress, counted=False, lean=lean)
                 await warm.run()
             for index, concurrency in enumerate(settings.concurrency):
                 progress.update(phase="level", level_index=index, concurrency=concurrency, sent=0, finished=0, ok=0,
                                 failed=0)
                 before = await scrape_now()
                 level = _Level(client, settings, prompts, index, concurrency, settings.requests_per_level, clock,
-                               on_sample, progress, prompt_offset=index * settings.requests_per_level)
+                               on_sample, progress, prompt_offset=index * settings.requests_per_level, lean=lean)
                 level_started = datetime.now(UTC)
                 cancelled = False
                 try:

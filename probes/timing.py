@@ -1,6 +1,7 @@
 """Per-request token accounting: from chunk arrival times and usage to TTFT, TPOT, ITL and E2E (vLLM definitions)."""
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from probes.models import TokenSource
 
@@ -86,17 +87,25 @@ def account(trace: StreamTrace, ok: bool) -> Accounting:
     chunk_ms = [(t - t0) * 1000.0 for t in trace.chunk_s]
     counts, output_tokens, source = chunk_token_counts(trace)
     ttft_ms = chunk_ms[0] if chunk_ms else None
-    first_content_ms = next((ms for ms, r in zip(chunk_ms, trace.chunk_reasoning, strict=True) if not r), None)
-    reasoning = [i for i, r in enumerate(trace.chunk_reasoning) if r]
-    reasoning_ms = chunk_ms[reasoning[-1]] if reasoning else None
-    reasoning_tokens = sum(counts[i] for i in reasoning) if reasoning else None
-    itl_ms: list[float] = []
-    for i in range(1, len(chunk_ms)):
-        k = counts[i]
-        if k <= 0:
-            continue
-        gap = (chunk_ms[i] - chunk_ms[i - 1]) / k
-        itl_ms.extend([gap] * k)
+    flags = trace.chunk_reasoning
+    if True not in flags:  # the usual case: no reasoning chunks
+        first_content_ms = ttft_ms
+        reasoning_ms = reasoning_tokens = None
+    else:
+        first_content_ms = next((ms for ms, r in zip(chunk_ms, flags, strict=True) if not r), None)
+        reasoning = [i for i, r in enumerate(flags) if r]
+        reasoning_ms = chunk_ms[reasoning[-1]]
+        reasoning_tokens = sum(counts[i] for i in reasoning)
+    if len(counts) == len(chunk_ms) and counts.count(1) == len(counts):  # one token per chunk: the gaps themselves
+        itl_ms = [b - a for a, b in pairwise(chunk_ms)]
+    else:
+        itl_ms = []
+        for i in range(1, len(chunk_ms)):
+            k = counts[i]
+            if k <= 0:
+                continue
+            gap = (chunk_ms[i] - chunk_ms[i - 1]) / k
+            itl_ms.extend([gap] * k)
     e2e_ms = (trace.end_s - t0) * 1000.0 if trace.end_s is not None else None
     tpot_ms = None
     if ok and ttft_ms is not None and e2e_ms is not None and output_tokens is not None and output_tokens > 1:

@@ -207,7 +207,9 @@ def test_cancel_keeps_finished_samples(fake) -> None:
     assert probe.wait(5)
     result = probe.result()
     assert result.status == RunStatus.CANCELLED
-    assert 3 <= len(result.samples) < 40 and result.samples == samples  # every finished one, through the sink
+    key = lambda sample: (sample.level_index, sample.index)  # noqa: E731
+    # every finished one, through the sink (in whatever order they completed)
+    assert 3 <= len(result.samples) < 40 and sorted(result.samples, key=key) == sorted(samples, key=key)
     assert all(s.ok for s in result.samples)  # requests in flight are dropped, not counted as failures
     assert len(result.levels) == 1 and result.levels[0].completed == len(samples)
     assert finished == [(result, None)] and probe.progress().status == RunStatus.CANCELLED
