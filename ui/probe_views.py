@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from db.runs import error_summary, get_run, sample_counts
+from probes.baseline import scaling_sentence
 from probes.export import levels_csv, result_json, samples_csv
 from probes.figures import compare_rows, error_rows, latency_figure, level_rows, run_label, throughput_figure
 from probes.form import cost_params, default_cost_level
@@ -41,7 +42,7 @@ def run_status_message(result: RunResult) -> None:
 
 
 def headline(result: RunResult) -> None:
-    """The run's key figures as metrics."""
+    """The run's key figures as metrics, and how it scaled beside the handbook's benchmark."""
     best = next((lv for lv in result.levels if lv.concurrency == result.best_concurrency_within_slo), None)
     shown = best or default_cost_level(result)
     cols = st.columns(4)
@@ -58,6 +59,9 @@ def headline(result: RunResult) -> None:
                    help=f"Time to first token, median{at}.")
     cols[3].metric("TPOT p50", _fmt(shown.tpot_ms.p50 if shown else None, " ms", 2), border=True,
                    help=f"Time per output token after the first, median{at}.")
+    sentence = scaling_sentence(result)
+    if sentence:
+        st.caption(sentence)
 
 
 def cost_this(result: RunResult, key: str) -> None:

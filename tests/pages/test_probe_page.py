@@ -123,6 +123,7 @@ def test_a_probe_runs_from_the_page_shows_results_and_is_stored_without_the_key(
     _finish(at)
     assert not at.exception and not at.error
     assert metric(at, "Max concurrency in SLO") == "2"
+    assert any("Throughput grew" in c and "handbook" in c for c in texts(at.caption))
     assert float(metric(at, "Output tokens/s").replace(",", "")) > 0
     charts = at.get("plotly_chart")
     assert len(charts) == 2  # latency and throughput
