@@ -80,6 +80,8 @@ class Limits(BaseModel):
     batched_tokens_throughput: int
     ngram_speculative_tokens: int
     ngram_prompt_lookup_max: int
+    paged_block_tokens: int
+    paged_example_fill: float
     source: str
 
 

@@ -168,3 +168,19 @@ def test_every_decision_carries_a_rule_a_reason_and_a_source() -> None:
     for inputs, *_ in ENGINE_TREE + QUANT_TABLE:
         for decision in advise(AdviceRequest.model_validate(inputs)).reasons:
             assert decision.rule_id and decision.reason and decision.source, decision
+
+
+def test_paged_kv_fits_about_four_times_the_sequences_that_end_at_a_quarter_of_the_context() -> None:
+    """Handbook 5.1 / Q1: PagedAttention's 16-token blocks hold only what a sequence fills (3-4x the requests)."""
+    advice = advise(AdviceRequest.model_validate({"gpu": "A800", "model": "qwen2.5-7b", "context": "2048"}))
+    paging = next(d for d in advice.reasons if d.topic == "kv_paging")
+    full = advice.memory.max_concurrent_sequences
+    assert paging.rule_id == "kv.paged" and "16-token blocks" in paging.choice
+    assert f"about {full * 4} sequences fit instead of {full}" in paging.reason  # 512 of 2048 tokens used
+    assert "5.1" in paging.source
+
+
+def test_engines_without_paged_kv_get_no_paging_claim() -> None:
+    advice = advise(AdviceRequest.model_validate({"gpu": "RTX 4090", "deploy": "edge", "model": "qwen2.5-7b"}))
+    assert advice.engine == "llama.cpp"
+    assert all(d.topic != "kv_paging" for d in advice.reasons)
