@@ -653,20 +653,13 @@ class _Advisor:
 
     def _paging_decision(self, full_context_sequences: int) -> None:
         """PagedAttention: the fit above reserves the whole context per sequence; paged blocks hold what is used."""
-        block = self.limits.paged_block_tokens
-        used = math.ceil(self.context * self.limits.paged_example_fill / block) * block
+        paging = self.book.paging
+        block = paging.block_tokens
+        used = math.ceil(self.context * paging.example_fill / block) * block
         paged = int(full_context_sequences * self.context / used)
-        self.decide(
-            "kv_paging",
-            f"paged, {block}-token blocks",
-            "kv.paged",
-            f"The fit above reserves all {self.context} tokens for every sequence, as a contiguous cache must. "
-            f"Paged in {block}-token blocks, a sequence holds only the blocks it fills (under 4% waste, against "
-            f"60-80% when the whole context is reserved): if requests end at about {used} tokens, about {paged} "
-            f"sequences fit instead of {full_context_sequences}.",
-            f"handbook 5.1 and Q1 (PagedAttention: {block}-token blocks, fragmentation 60-80% -> <4%, 3-4x the "
-            "concurrent requests)",
-        )
+        reason = paging.reason.format(context=self.context, block=block, used=used, paged=paged,
+                                      full=full_context_sequences)
+        self.decide("kv_paging", f"paged, {block}-token blocks", "kv.paged", reason, paging.source)
 
     def _caching_decisions(self, engine: Engine) -> None:
         if engine.prefix_caching_default == "on":

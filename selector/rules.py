@@ -80,8 +80,17 @@ class Limits(BaseModel):
     batched_tokens_throughput: int
     ngram_speculative_tokens: int
     ngram_prompt_lookup_max: int
-    paged_block_tokens: int
-    paged_example_fill: float
+    source: str
+
+
+class Paging(BaseModel):
+    """PagedAttention's block size and the sentence that explains it (handbook 5.1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    block_tokens: int
+    example_fill: float
+    reason: str
     source: str
 
 
@@ -92,6 +101,7 @@ class RuleBook(BaseModel):
 
     defaults: Defaults
     limits: Limits
+    paging: Paging
     engine: tuple[Rule, ...]
     quantization: tuple[Rule, ...]
     speculative: tuple[Rule, ...]

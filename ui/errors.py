@@ -20,9 +20,7 @@ def guarded(body: Callable[[], None]) -> None:
         body()
     except st.errors.StreamlitAPIException:
         raise
-    except Exception as exc:  # the page edge: anything unexpected is reported, not dumped
-        if type(exc).__name__ in {"RerunException", "StopException"}:
-            raise
+    except Exception as exc:  # the page edge (st.rerun / st.stop are BaseExceptions and pass through)
         log.exception("page failed")
         st.error(
             f"Something went wrong while drawing this page ({type(exc).__name__}: {exc}). "
