@@ -31,13 +31,22 @@ async def run_probe_client(base_url: str, model: str, concurrency: int, requests
     from probes.config import RunSettings
     from probes.runner import run_probe
 
-    settings = RunSettings(base_url=base_url, model=model, concurrency=[concurrency], requests_per_level=requests,
-                           max_tokens=MAX_TOKENS, temperature=TEMPERATURE, scrape_metrics=False)
+    settings = RunSettings(
+        base_url=base_url,
+        model=model,
+        concurrency=[concurrency],
+        requests_per_level=requests,
+        max_tokens=MAX_TOKENS,
+        temperature=TEMPERATURE,
+        scrape_metrics=False,
+    )
     result = await run_probe(settings)
     if result.error:
         raise RuntimeError(result.error)
-    rows = [{"ttft_ms": s.ttft_ms, "tpot_ms": s.tpot_ms, "output_tokens": s.output_tokens, "error": s.error_kind}
-            for s in result.samples]
+    rows = [
+        {"ttft_ms": s.ttft_ms, "tpot_ms": s.tpot_ms, "output_tokens": s.output_tokens, "error": s.error_kind}
+        for s in result.samples
+    ]
     level = result.levels[0]
     return {"requests": rows, "wall_s": level.duration_s}
 
@@ -56,7 +65,9 @@ async def run_sdk_loop(base_url: str, model: str, concurrency: int, requests: in
         stream = await client.chat.completions.create(
             model=model,
             messages=[{"role": "user", "content": prompt}],
-            max_tokens=max_tokens, temperature=TEMPERATURE, stream=True,
+            max_tokens=max_tokens,
+            temperature=TEMPERATURE,
+            stream=True,
         )
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
@@ -68,7 +79,8 @@ async def run_sdk_loop(base_url: str, model: str, concurrency: int, requests: in
         return {
             "ttft_ms": (first_t - t0) * 1000,
             "tpot_ms": (t_end - first_t) * 1000 / max(n_out - 1, 1),
-            "output_tokens": n_out, "error": None,
+            "output_tokens": n_out,
+            "error": None,
         }
 
     # Closed loop at the level's concurrency, as the probe and the public clients run it.

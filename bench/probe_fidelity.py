@@ -43,8 +43,18 @@ INFLATION_LIMIT = 0.10
 # The ceiling ladder: (concurrency, per-token delay ms); offered load = concurrency / delay. First more concurrency
 # at 20 ms per token, then shorter delays at 256 in flight.
 CEILING_STEPS: tuple[tuple[int, float], ...] = (
-    (16, 20.0), (64, 20.0), (128, 20.0), (256, 20.0), (256, 10.0), (256, 5.0), (256, 3.5), (256, 2.5), (256, 2.0),
-    (256, 1.6), (256, 1.3), (256, 1.0),
+    (16, 20.0),
+    (64, 20.0),
+    (128, 20.0),
+    (256, 20.0),
+    (256, 10.0),
+    (256, 5.0),
+    (256, 3.5),
+    (256, 2.5),
+    (256, 2.0),
+    (256, 1.6),
+    (256, 1.3),
+    (256, 1.0),
 )
 STEP_TIMEOUT_S = 180.0
 
@@ -135,8 +145,20 @@ class Server:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> None:
-        cmd = [str(PROJECT_PY), "-m", "probes.fakeserver", "--port", str(self.port), "--ttft-ms", str(TTFT_MS),
-               "--tpot-ms", str(TPOT_MS), "--tokens", str(TOKENS), "--no-metrics"]
+        cmd = [
+            str(PROJECT_PY),
+            "-m",
+            "probes.fakeserver",
+            "--port",
+            str(self.port),
+            "--ttft-ms",
+            str(TTFT_MS),
+            "--tpot-ms",
+            str(TPOT_MS),
+            "--tokens",
+            str(TOKENS),
+            "--no-metrics",
+        ]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, preexec_fn=pin(self.core), stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -203,15 +225,36 @@ class Load:
 def run_project_client(kind: str, server: Server, load: Load, core: int, work: Path) -> Measured:
     """The probe or the handbook's SDK loop (bench/fidelity_clients.py) in the project venv."""
     out = work / f"{kind}-{load.concurrency}-{load.tpot_ms:g}.json"
-    cmd = [str(PROJECT_PY), str(BENCH / "fidelity_clients.py"), kind, "--base-url", server.base_url,
-           "--model", load.model, "--concurrency", str(load.concurrency), "--requests", str(load.requests),
-           "--out", str(out)]
-    subprocess.run(cmd, cwd=ROOT, preexec_fn=pin(core), check=True, timeout=STEP_TIMEOUT_S,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    cmd = [
+        str(PROJECT_PY),
+        str(BENCH / "fidelity_clients.py"),
+        kind,
+        "--base-url",
+        server.base_url,
+        "--model",
+        load.model,
+        "--concurrency",
+        str(load.concurrency),
+        "--requests",
+        str(load.requests),
+        "--out",
+        str(out),
+    ]
+    subprocess.run(
+        cmd,
+        cwd=ROOT,
+        preexec_fn=pin(core),
+        check=True,
+        timeout=STEP_TIMEOUT_S,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     got = json.loads(out.read_text())
     ok = [r for r in got["requests"] if r["error"] is None]
-    return Measured([r["ttft_ms"] for r in ok if r["ttft_ms"] is not None],
-                    [r["tpot_ms"] for r in ok if r["tpot_ms"] is not None], len(got["requests"]) - len(ok))
+    return Measured(
+        [r["ttft_ms"] for r in ok if r["ttft_ms"] is not None],
+        [r["tpot_ms"] for r in ok if r["tpot_ms"] is not None],
+        len(got["requests"]) - len(ok),
+    )
 
 
 def write_prompt_file(work: Path) -> Path:
@@ -253,17 +296,43 @@ def run_aiperf(server: Server, load: Load, core: int, work: Path) -> Measured:
     """
     out = work / f"aiperf-{load.concurrency}-{load.tpot_ms:g}"
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [str(AIPERF), "profile", "--model", load.model, "--url", f"http://127.0.0.1:{server.port}",
-           "--endpoint-type", "chat", "--streaming", "--concurrency", str(load.concurrency),
-           "--request-count", str(load.requests), "--input-file", str(write_prompt_file(work)),
-           "--custom-dataset-type", "single_turn", "--tokenizer", str(tokenizer_dir(work)),
-           "--use-server-token-count", "--extra-inputs", f"max_tokens:{TOKENS}", "--extra-inputs",
-           f"temperature:{TEMPERATURE}", "--no-server-metrics", "--no-gpu-telemetry",
-           "--ui", "none", "--artifact-dir", str(out)]
+    cmd = [
+        str(AIPERF),
+        "profile",
+        "--model",
+        load.model,
+        "--url",
+        f"http://127.0.0.1:{server.port}",
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--concurrency",
+        str(load.concurrency),
+        "--request-count",
+        str(load.requests),
+        "--input-file",
+        str(write_prompt_file(work)),
+        "--custom-dataset-type",
+        "single_turn",
+        "--tokenizer",
+        str(tokenizer_dir(work)),
+        "--use-server-token-count",
+        "--extra-inputs",
+        f"max_tokens:{TOKENS}",
+        "--extra-inputs",
+        f"temperature:{TEMPERATURE}",
+        "--no-server-metrics",
+        "--no-gpu-telemetry",
+        "--ui",
+        "none",
+        "--artifact-dir",
+        str(out),
+    ]
     env = {**os.environ, "HF_HUB_DISABLE_TELEMETRY": "1", "NO_PROXY": "*", "no_proxy": "*"}
     with (work / "aiperf.log").open("ab") as log:
-        subprocess.run(cmd, cwd=work, preexec_fn=pin(core), check=True, timeout=STEP_TIMEOUT_S, env=env,
-                       stdout=log, stderr=log)
+        subprocess.run(
+            cmd, cwd=work, preexec_fn=pin(core), check=True, timeout=STEP_TIMEOUT_S, env=env, stdout=log, stderr=log
+        )
     ttft, tpot, failed = [], [], 0
     for line in (out / "profile_export.jsonl").read_text().splitlines():
         rec = json.loads(line)
@@ -299,13 +368,22 @@ def run_step(client: str, server: Server, load: Load, core: int, work: Path) -> 
     if len(truth.ttft_ms) != load.requests:
         notes.append(f"server saw {len(truth.ttft_ms)} streamed requests, expected {load.requests}")
     return StepResult(
-        client=client, concurrency=load.concurrency, tpot_nominal_ms=load.tpot_ms, requests=load.requests,
+        client=client,
+        concurrency=load.concurrency,
+        tpot_nominal_ms=load.tpot_ms,
+        requests=load.requests,
         failed=measured.failed,
-        ttft_p50_ms=percentile(measured.ttft_ms, 50), ttft_p99_ms=percentile(measured.ttft_ms, 99),
-        tpot_p50_ms=percentile(measured.tpot_ms, 50), tpot_p99_ms=percentile(measured.tpot_ms, 99),
-        server_ttft_p50_ms=percentile(truth.ttft_ms, 50), server_ttft_p99_ms=percentile(truth.ttft_ms, 99),
-        server_tpot_p50_ms=percentile(truth.tpot_ms, 50), server_tpot_p99_ms=percentile(truth.tpot_ms, 99),
-        tok_s=truth.tokens / truth.wall_s if truth.wall_s > 0 else math.nan, elapsed_s=elapsed_s, notes=notes,
+        ttft_p50_ms=percentile(measured.ttft_ms, 50),
+        ttft_p99_ms=percentile(measured.ttft_ms, 99),
+        tpot_p50_ms=percentile(measured.tpot_ms, 50),
+        tpot_p99_ms=percentile(measured.tpot_ms, 99),
+        server_ttft_p50_ms=percentile(truth.ttft_ms, 50),
+        server_ttft_p99_ms=percentile(truth.ttft_ms, 99),
+        server_tpot_p50_ms=percentile(truth.tpot_ms, 50),
+        server_tpot_p99_ms=percentile(truth.tpot_ms, 99),
+        tok_s=truth.tokens / truth.wall_s if truth.wall_s > 0 else math.nan,
+        elapsed_s=elapsed_s,
+        notes=notes,
     )
 
 
@@ -338,13 +416,17 @@ def find_ceiling(client: str, server: Server, core: int, work: Path, log: Callab
         load = Load(concurrency, REQUESTS_PER_SLOT * concurrency, TTFT_MS, tpot_ms)
         step = run_step(client, server, load, core, work)
         steps.append(step)
-        log(f"  ceiling {client}: c={concurrency} tpot={tpot_ms:g} ms -> {step.decode_tok_s:,.0f} tok/s in decode "
+        log(
+            f"  ceiling {client}: c={concurrency} tpot={tpot_ms:g} ms -> {step.decode_tok_s:,.0f} tok/s in decode "
             f"(wall average {step.tok_s:,.0f}), "
             f"client tpot p50 {step.tpot_p50_ms:.3f} ms vs server {step.server_tpot_p50_ms:.3f} ms "
-            f"({step.tpot_inflation_ratio:+.1%})")
+            f"({step.tpot_inflation_ratio:+.1%})"
+        )
         if step.failed or abs(step.tpot_inflation_ratio) > INFLATION_LIMIT:
-            ended_by = (f"client TPOT p50 {step.tpot_inflation_ratio:+.0%} vs the server's at c={concurrency}, "
-                        f"{tpot_ms:g} ms/token" + (f", {step.failed} failed" if step.failed else ""))
+            ended_by = (
+                f"client TPOT p50 {step.tpot_inflation_ratio:+.0%} vs the server's at c={concurrency}, "
+                f"{tpot_ms:g} ms/token" + (f", {step.failed} failed" if step.failed else "")
+            )
             break
         best = step if best is None or step.decode_tok_s > best.decode_tok_s else best
         if step.server_tpot_p50_ms > tpot_ms * (1 + INFLATION_LIMIT):
@@ -365,16 +447,24 @@ def fmt(x: float, digits: int = 1) -> str:
 
 def report(levels: list[StepResult], ceilings: list[Ceiling], clients: list[str], meta: dict[str, Any]) -> str:
     """The side-by-side Markdown tables."""
-    lines = [f"Load average before: {meta['load_before']}; after: {meta['load_after']}; "
-             f"client core {meta['client_core']}, server core {meta['server_core']}; total {meta['elapsed_s']:.0f} s.",
-             "", "Measured minus the server's own record (ms); TTFT 200 ms, 20 ms/token, 128 tokens, "
-             f"{REQUESTS_PER_SLOT} requests per slot (at least {MIN_REQUESTS}):", ""]
+    lines = [
+        f"Load average before: {meta['load_before']}; after: {meta['load_after']}; "
+        f"client core {meta['client_core']}, server core {meta['server_core']}; total {meta['elapsed_s']:.0f} s.",
+        "",
+        "Measured minus the server's own record (ms); TTFT 200 ms, 20 ms/token, 128 tokens, "
+        f"{REQUESTS_PER_SLOT} requests per slot (at least {MIN_REQUESTS}):",
+        "",
+    ]
     head = "| concurrency | metric | " + " | ".join(CLIENT_TITLES[c] for c in clients) + " |"
     lines += [head, "|---|---|" + "---|" * len(clients)]
     by = {(s.client, s.concurrency): s for s in levels}
     for c in LEVELS:
-        rows = [("TTFT p50", "ttft_p50_ms", 1), ("TTFT p99", "ttft_p99_ms", 1), ("TPOT p50", "tpot_p50_ms", 3),
-                ("TPOT p99", "tpot_p99_ms", 3)]
+        rows = [
+            ("TTFT p50", "ttft_p50_ms", 1),
+            ("TTFT p99", "ttft_p99_ms", 1),
+            ("TPOT p50", "tpot_p50_ms", 3),
+            ("TPOT p99", "tpot_p99_ms", 3),
+        ]
         for title, attr, digits in rows:
             cells = []
             for client in clients:
@@ -383,38 +473,56 @@ def report(levels: list[StepResult], ceilings: list[Ceiling], clients: list[str]
                     cells.append("n/a")
                     continue
                 diff = getattr(s, attr) - getattr(s, "server_" + attr)
-                cells.append(fmt(diff, digits) + (f" ({s.failed} failed)" if s.failed else "")
-                             + (" (!)" if s.notes else ""))
+                cells.append(
+                    fmt(diff, digits) + (f" ({s.failed} failed)" if s.failed else "") + (" (!)" if s.notes else "")
+                )
             lines.append(f"| {c} | {title} | " + " | ".join(cells) + " |")
     noted = [f"{CLIENT_TITLES[s.client]} at {s.concurrency}: " + "; ".join(s.notes) for s in levels if s.notes]
     if noted:
         lines += ["", "(!) " + " | ".join(noted) + " (rerun on a quieter machine)"]
-    lines += ["", "Server's own record (ms), p50 / p99:", "",
-              "| concurrency | " + " | ".join(CLIENT_TITLES[c] for c in clients) + " |",
-              "|---|" + "---|" * len(clients)]
+    lines += [
+        "",
+        "Server's own record (ms), p50 / p99:",
+        "",
+        "| concurrency | " + " | ".join(CLIENT_TITLES[c] for c in clients) + " |",
+        "|---|" + "---|" * len(clients),
+    ]
     for c in LEVELS:
         cells = []
         for client in clients:
             s = by.get((client, c))
-            cells.append("n/a" if s is None else f"TTFT {s.server_ttft_p50_ms:.1f} / {s.server_ttft_p99_ms:.1f}, "
-                         f"TPOT {s.server_tpot_p50_ms:.3f} / {s.server_tpot_p99_ms:.3f}")
+            cells.append(
+                "n/a"
+                if s is None
+                else f"TTFT {s.server_ttft_p50_ms:.1f} / {s.server_ttft_p99_ms:.1f}, "
+                f"TPOT {s.server_tpot_p50_ms:.3f} / {s.server_tpot_p99_ms:.3f}"
+            )
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
-    lines += ["", "Ceiling: the aggregate tokens/s the client consumes while its streams decode (concurrency / the "
-              "server's actual TPOT p50) at the highest step where the client's TPOT p50 stayed within 10% of the "
-              f"server's; TTFT 200 ms, 128 tokens, {REQUESTS_PER_SLOT} requests per slot; steps (concurrency x "
-              "ms/token): " + ", ".join(f"{c}x{d:g}" for c, d in CEILING_STEPS) + ".", "",
-              "| client | ceiling tok/s | at (concurrency, ms/token) | wall average there | ended by |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Ceiling: the aggregate tokens/s the client consumes while its streams decode (concurrency / the "
+        "server's actual TPOT p50) at the highest step where the client's TPOT p50 stayed within 10% of the "
+        f"server's; TTFT 200 ms, 128 tokens, {REQUESTS_PER_SLOT} requests per slot; steps (concurrency x "
+        "ms/token): " + ", ".join(f"{c}x{d:g}" for c, d in CEILING_STEPS) + ".",
+        "",
+        "| client | ceiling tok/s | at (concurrency, ms/token) | wall average there | ended by |",
+        "|---|---|---|---|---|",
+    ]
     for ce in ceilings:
-        best = next((st for st in ce.steps if st.concurrency == ce.concurrency
-                     and st.tpot_nominal_ms == ce.tpot_nominal_ms), None)
+        best = next(
+            (st for st in ce.steps if st.concurrency == ce.concurrency and st.tpot_nominal_ms == ce.tpot_nominal_ms),
+            None,
+        )
         at = "n/a" if best is None else f"{ce.concurrency}, {ce.tpot_nominal_ms:g}"
         wall = "n/a" if best is None else f"{best.tok_s:,.0f}"
         lines.append(f"| {CLIENT_TITLES[ce.client]} | {ce.tok_s:,.0f} | {at} | {wall} | {ce.ended_by} |")
     probe = next((ce for ce in ceilings if ce.client == "probe"), None)
     if probe is not None:
-        ratios = [f"{CLIENT_TITLES[ce.client]} {probe.tok_s / ce.tok_s:.1f}x" for ce in ceilings
-                  if ce.client != "probe" and ce.tok_s > 0]
+        ratios = [
+            f"{CLIENT_TITLES[ce.client]} {probe.tok_s / ce.tok_s:.1f}x"
+            for ce in ceilings
+            if ce.client != "probe" and ce.tok_s > 0
+        ]
         if ratios:
             lines += ["", "Probe ceiling over: " + ", ".join(ratios) + "."]
     lines += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + "."]
@@ -426,18 +534,26 @@ def versions(clients: list[str]) -> dict[str, str]:
     import importlib.metadata
     import platform
 
-    got = {"python": platform.python_version(), "linux": platform.release(),
-           "openai": importlib.metadata.version("openai"), "httpx2": importlib.metadata.version("httpx2")}
+    got = {
+        "python": platform.python_version(),
+        "linux": platform.release(),
+        "openai": importlib.metadata.version("openai"),
+        "httpx2": importlib.metadata.version("httpx2"),
+    }
     if "aiperf" in clients:
-        out = subprocess.run([str(BENCH_VENV / "bin" / "python"), "-c",
-                              "import importlib.metadata as m; print(m.version('aiperf'))"],
-                             capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [str(BENCH_VENV / "bin" / "python"), "-c", "import importlib.metadata as m; print(m.version('aiperf'))"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         got["aiperf"] = out.stdout.strip() or "?"
     return got
 
 
 def idle_ratio(window_s: float = 3.0) -> float:
     """Share of CPU time both cores spent idle over the window (from /proc/stat)."""
+
     def sample() -> list[int]:
         with open("/proc/stat") as f:
             return [int(x) for x in f.readline().split()[1:9]]
@@ -480,8 +596,13 @@ def main() -> None:
     parser.add_argument("--no-ceiling", action="store_true")
     parser.add_argument("--out", type=Path, default=BENCH / "results", help="JSON and Markdown results here")
     parser.add_argument("--work", type=Path, default=None, help="keep the clients' raw files here")
-    parser.add_argument("--wait-idle", type=float, default=0.0, metavar="RATIO",
-                        help="before each client, wait (up to 10 min) until both cores are this idle, e.g. 0.9")
+    parser.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0.0,
+        metavar="RATIO",
+        help="before each client, wait (up to 10 min) until both cores are this idle, e.g. 0.9",
+    )
     args = parser.parse_args()
     clients = [c for c in args.clients.split(",") if c]
     unknown = set(clients) - set(CLIENTS)
@@ -499,8 +620,12 @@ def main() -> None:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    meta: dict[str, Any] = {"load_before": loadavg(), "client_core": client_core, "server_core": server_core,
-                            "versions": versions(clients)}
+    meta: dict[str, Any] = {
+        "load_before": loadavg(),
+        "client_core": client_core,
+        "server_core": server_core,
+        "versions": versions(clients),
+    }
     started = time.monotonic()
     levels: list[StepResult] = []
     ceilings: list[Ceiling] = []
@@ -514,8 +639,10 @@ def main() -> None:
                 for c in levels_wanted:
                     step = run_step(client, server, Load(c, requests_for(c), TTFT_MS, TPOT_MS), client_core, work)
                     levels.append(step)
-                    log(f"{client} c={c}: TTFT p50 {step.ttft_p50_ms - step.server_ttft_p50_ms:+.2f} ms, "
-                        f"TPOT p50 {step.tpot_p50_ms - step.server_tpot_p50_ms:+.4f} ms ({step.elapsed_s:.1f} s)")
+                    log(
+                        f"{client} c={c}: TTFT p50 {step.ttft_p50_ms - step.server_ttft_p50_ms:+.2f} ms, "
+                        f"TPOT p50 {step.tpot_p50_ms - step.server_tpot_p50_ms:+.4f} ms ({step.elapsed_s:.1f} s)"
+                    )
                 if not args.no_ceiling:
                     ceilings.append(find_ceiling(client, server, client_core, work, log))
     finally:
@@ -526,11 +653,15 @@ def main() -> None:
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "probe_fidelity.md").write_text(text + "\n")
+
     def step_json(step: StepResult) -> dict[str, Any]:
         return {**asdict(step), "decode_tok_s": step.decode_tok_s, "tpot_inflation_ratio": step.tpot_inflation_ratio}
 
-    payload = {"meta": meta, "levels": [step_json(s) for s in levels],
-               "ceilings": [{**asdict(c), "steps": [step_json(s) for s in c.steps]} for c in ceilings]}
+    payload = {
+        "meta": meta,
+        "levels": [step_json(s) for s in levels],
+        "ceilings": [{**asdict(c), "steps": [step_json(s) for s in c.steps]} for c in ceilings],
+    }
     (args.out / "probe_fidelity.json").write_text(json.dumps(payload, indent=1))
 
 

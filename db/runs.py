@@ -155,9 +155,17 @@ def create_run(engine: Engine, settings: RunSettings, *, started_at: datetime | 
     now = started_at or _now()
     run_id = uuid.uuid4().hex
     row = RunRow(
-        id=run_id, endpoint=redact_url(settings.base_url)[:500], model=settings.model[:300], api=str(settings.api),
-        workload=str(settings.workload), status=RunStatus.RUNNING.value, settings_json=_settings_json(settings),
-        started_at=now, heartbeat_at=now, owner=_owner(), label=settings.label,
+        id=run_id,
+        endpoint=redact_url(settings.base_url)[:500],
+        model=settings.model[:300],
+        api=str(settings.api),
+        workload=str(settings.workload),
+        status=RunStatus.RUNNING.value,
+        settings_json=_settings_json(settings),
+        started_at=now,
+        heartbeat_at=now,
+        owner=_owner(),
+        label=settings.label,
     )
     with session_factory(engine)() as session, session.begin():
         session.add(row)
@@ -166,10 +174,18 @@ def create_run(engine: Engine, settings: RunSettings, *, started_at: datetime | 
 
 def _sample_row(run_id: str, sample: RequestSample) -> SampleRow:
     return SampleRow(
-        run_id=run_id, level_index=sample.level_index, concurrency=sample.concurrency, request_index=sample.index,
-        ok=sample.ok, error_kind=str(sample.error_kind) if sample.error_kind else None, ttft_ms=sample.ttft_ms,
-        tpot_ms=sample.tpot_ms, e2e_ms=sample.e2e_ms, input_tokens=sample.input_tokens,
-        output_tokens=sample.output_tokens, token_source=str(sample.token_source) if sample.token_source else None,
+        run_id=run_id,
+        level_index=sample.level_index,
+        concurrency=sample.concurrency,
+        request_index=sample.index,
+        ok=sample.ok,
+        error_kind=str(sample.error_kind) if sample.error_kind else None,
+        ttft_ms=sample.ttft_ms,
+        tpot_ms=sample.tpot_ms,
+        e2e_ms=sample.e2e_ms,
+        input_tokens=sample.input_tokens,
+        output_tokens=sample.output_tokens,
+        token_source=str(sample.token_source) if sample.token_source else None,
         sample_json=sample.model_dump_json(),
     )
 
@@ -192,40 +208,71 @@ def add_level(engine: Engine, run_id: str, level: LevelResult) -> None:
     """Store a finished level's result (replacing one stored before for the same index)."""
     with session_factory(engine)() as session, session.begin():
         session.execute(delete(LevelRow).where(LevelRow.run_id == run_id, LevelRow.level_index == level.index))
-        session.add(LevelRow(
-            run_id=run_id, level_index=level.index, concurrency=level.concurrency, completed=level.completed,
-            failed=level.failed, output_tok_s=level.output_tok_s, ttft_p50_ms=level.ttft_ms.p50,
-            tpot_p50_ms=level.tpot_ms.p50, slo_met=level.slo.met, result_json=level.model_dump_json(),
-        ))
+        session.add(
+            LevelRow(
+                run_id=run_id,
+                level_index=level.index,
+                concurrency=level.concurrency,
+                completed=level.completed,
+                failed=level.failed,
+                output_tok_s=level.output_tok_s,
+                ttft_p50_ms=level.ttft_ms.p50,
+                tpot_p50_ms=level.tpot_ms.p50,
+                slo_met=level.slo.met,
+                result_json=level.model_dump_json(),
+            )
+        )
         session.execute(update(RunRow).where(RunRow.id == run_id).values(heartbeat_at=_now()))
 
 
 def heartbeat(engine: Engine, run_id: str) -> None:
     """Tell other processes this run is alive."""
     with session_factory(engine)() as session, session.begin():
-        session.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == RunStatus.RUNNING.value)
-                        .values(heartbeat_at=_now()))
+        session.execute(
+            update(RunRow)
+            .where(RunRow.id == run_id, RunRow.status == RunStatus.RUNNING.value)
+            .values(heartbeat_at=_now())
+        )
 
 
-def finish_run(engine: Engine, run_id: str, status: RunStatus, *, error: str | None = None,
-               best_concurrency_within_slo: int | None = None, finished_at: datetime | None = None) -> None:
+def finish_run(
+    engine: Engine,
+    run_id: str,
+    status: RunStatus,
+    *,
+    error: str | None = None,
+    best_concurrency_within_slo: int | None = None,
+    finished_at: datetime | None = None,
+) -> None:
     """Set the final status (completed, cancelled, failed)."""
     with session_factory(engine)() as session, session.begin():
-        session.execute(update(RunRow).where(RunRow.id == run_id).values(
-            status=status.value, error=error[:MAX_TEXT_CHARS] if error else None, finished_at=finished_at or _now(),
-            heartbeat_at=_now(), best_concurrency_within_slo=best_concurrency_within_slo,
-        ))
+        session.execute(
+            update(RunRow)
+            .where(RunRow.id == run_id)
+            .values(
+                status=status.value,
+                error=error[:MAX_TEXT_CHARS] if error else None,
+                finished_at=finished_at or _now(),
+                heartbeat_at=_now(),
+                best_concurrency_within_slo=best_concurrency_within_slo,
+            )
+        )
 
 
-def recover_interrupted_runs(engine: Engine, stale_after_s: float = HEARTBEAT_STALE_S,
-                             now: datetime | None = None) -> int:
+def recover_interrupted_runs(
+    engine: Engine, stale_after_s: float = HEARTBEAT_STALE_S, now: datetime | None = None
+) -> int:
     """Mark RUNNING runs whose heartbeat is stale as INTERRUPTED (their samples stay); safe with several replicas."""
     cutoff = (now or _now()) - timedelta(seconds=stale_after_s)
     with session_factory(engine)() as session, session.begin():
         result = session.execute(
-            update(RunRow).where(RunRow.status == RunStatus.RUNNING.value, RunRow.heartbeat_at < cutoff)
-            .values(status=RunStatus.INTERRUPTED.value, finished_at=RunRow.heartbeat_at,
-                    error="the process running this probe stopped (crash or restart); finished requests are kept")
+            update(RunRow)
+            .where(RunRow.status == RunStatus.RUNNING.value, RunRow.heartbeat_at < cutoff)
+            .values(
+                status=RunStatus.INTERRUPTED.value,
+                finished_at=RunRow.heartbeat_at,
+                error="the process running this probe stopped (crash or restart); finished requests are kept",
+            )
         )
         return int(result.rowcount or 0)
 
@@ -236,21 +283,30 @@ def recover_orphaned_runs(engine: Engine) -> int:
     Runs of other hosts wait for their heartbeat to go stale (recover_interrupted_runs).
     """
     with session_factory(engine)() as session, session.begin():
-        rows = session.execute(
-            select(RunRow.id, RunRow.owner).where(RunRow.status == RunStatus.RUNNING.value)
-        ).all()
+        rows = session.execute(select(RunRow.id, RunRow.owner).where(RunRow.status == RunStatus.RUNNING.value)).all()
         dead = [run_id for run_id, owner in rows if _owner_is_dead(owner)]
         if dead:
             session.execute(
-                update(RunRow).where(RunRow.id.in_(dead), RunRow.status == RunStatus.RUNNING.value)
-                .values(status=RunStatus.INTERRUPTED.value, finished_at=RunRow.heartbeat_at,
-                        error="the process running this probe stopped (crash or restart); finished requests are kept")
+                update(RunRow)
+                .where(RunRow.id.in_(dead), RunRow.status == RunStatus.RUNNING.value)
+                .values(
+                    status=RunStatus.INTERRUPTED.value,
+                    finished_at=RunRow.heartbeat_at,
+                    error="the process running this probe stopped (crash or restart); finished requests are kept",
+                )
             )
         return len(dead)
 
 
-def list_runs(engine: Engine, *, endpoint: str | None = None, model: str | None = None,
-              status: RunStatus | None = None, limit: int = 200, offset: int = 0) -> list[RunRow]:
+def list_runs(
+    engine: Engine,
+    *,
+    endpoint: str | None = None,
+    model: str | None = None,
+    status: RunStatus | None = None,
+    limit: int = 200,
+    offset: int = 0,
+) -> list[RunRow]:
     """Runs, newest first, optionally filtered by endpoint, model (exact) and status."""
     query = select(RunRow).order_by(RunRow.started_at.desc(), RunRow.id).limit(limit).offset(offset)
     if endpoint:
@@ -279,8 +335,11 @@ def get_run_row(engine: Engine, run_id: str) -> RunRow | None:
 
 def load_samples(engine: Engine, run_id: str, *, skip_levels: Collection[int] = ()) -> list[RequestSample]:
     """The run's stored requests, by level then send order (optionally without some levels)."""
-    query = (select(SampleRow.sample_json).where(SampleRow.run_id == run_id)
-             .order_by(SampleRow.level_index, SampleRow.request_index, SampleRow.id))
+    query = (
+        select(SampleRow.sample_json)
+        .where(SampleRow.run_id == run_id)
+        .order_by(SampleRow.level_index, SampleRow.request_index, SampleRow.id)
+    )
     if skip_levels:
         query = query.where(SampleRow.level_index.not_in(list(skip_levels)))
     with session_factory(engine)() as session:
@@ -294,8 +353,9 @@ def load_levels(engine: Engine, run_id: str) -> list[LevelResult]:
         return [LevelResult.model_validate_json(text) for text in session.scalars(query)]
 
 
-def _levels_from_samples(row: RunRow, settings: RunSettings, samples: list[RequestSample],
-                         stored: list[LevelResult]) -> list[LevelResult]:
+def _levels_from_samples(
+    row: RunRow, settings: RunSettings, samples: list[RequestSample], stored: list[LevelResult]
+) -> list[LevelResult]:
     """Stored levels, plus levels recomputed from the samples of a level that never finished (interrupted)."""
     have = {level.index for level in stored}
     levels = list(stored)
@@ -307,9 +367,18 @@ def _levels_from_samples(row: RunRow, settings: RunSettings, samples: list[Reque
             continue
         duration_s = max((s.start_s + (s.e2e_ms or 0.0) / 1000.0 for s in group), default=0.0)
         when = _aware(row.heartbeat_at) or _now()
-        levels.append(summarize_level(index, group[0].concurrency, group, started_at=_aware(row.started_at) or when,
-                                      finished_at=when, duration_s=duration_s, slo=settings.slo,
-                                      request_rate_rps=settings.request_rate_rps))
+        levels.append(
+            summarize_level(
+                index,
+                group[0].concurrency,
+                group,
+                started_at=_aware(row.started_at) or when,
+                finished_at=when,
+                duration_s=duration_s,
+                slo=settings.slo,
+                request_rate_rps=settings.request_rate_rps,
+            )
+        )
     return sorted(levels, key=lambda level: level.index)
 
 
@@ -331,16 +400,25 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
     if best is None and row.status != RunStatus.RUNNING.value:
         best = best_concurrency_within_slo(levels)
     return RunResult(
-        run_id=row.id, endpoint=row.endpoint, model=row.model, settings=settings, status=RunStatus(row.status),
-        error=row.error, started_at=_aware(row.started_at) or _now(), finished_at=_aware(row.finished_at),
-        best_concurrency_within_slo=best, levels=levels, samples=samples,
+        run_id=row.id,
+        endpoint=row.endpoint,
+        model=row.model,
+        settings=settings,
+        status=RunStatus(row.status),
+        error=row.error,
+        started_at=_aware(row.started_at) or _now(),
+        finished_at=_aware(row.finished_at),
+        best_concurrency_within_slo=best,
+        levels=levels,
+        samples=samples,
     )
 
 
 def sample_counts(engine: Engine, run_id: str) -> tuple[int, int]:
     """(requests stored, requests failed) for a run, counted in SQL."""
     query = select(func.count(), func.coalesce(func.sum(case((SampleRow.ok.is_(False), 1), else_=0)), 0)).where(
-        SampleRow.run_id == run_id, SampleRow.level_index >= 0)
+        SampleRow.run_id == run_id, SampleRow.level_index >= 0
+    )
     with session_factory(engine)() as session:
         total, failed = session.execute(query).one()
         return int(total), int(failed)
@@ -348,19 +426,26 @@ def sample_counts(engine: Engine, run_id: str) -> tuple[int, int]:
 
 def error_summary(engine: Engine, run_id: str) -> list[dict[str, object]]:
     """Failed requests by concurrency and kind with the first message of each kind (as probes.figures.error_rows)."""
-    groups = (select(SampleRow.concurrency, SampleRow.error_kind, func.count(), func.min(SampleRow.id))
-              .where(SampleRow.run_id == run_id, SampleRow.ok.is_(False), SampleRow.level_index >= 0)
-              .group_by(SampleRow.concurrency, SampleRow.error_kind)
-              .order_by(SampleRow.concurrency, SampleRow.error_kind))
+    groups = (
+        select(SampleRow.concurrency, SampleRow.error_kind, func.count(), func.min(SampleRow.id))
+        .where(SampleRow.run_id == run_id, SampleRow.ok.is_(False), SampleRow.level_index >= 0)
+        .group_by(SampleRow.concurrency, SampleRow.error_kind)
+        .order_by(SampleRow.concurrency, SampleRow.error_kind)
+    )
     with session_factory(engine)() as session:
         found = session.execute(groups).all()
-        firsts = {row_id: text for row_id, text in session.execute(
-            select(SampleRow.id, SampleRow.sample_json).where(SampleRow.id.in_([r[3] for r in found])))}
+        firsts = {
+            row_id: text
+            for row_id, text in session.execute(
+                select(SampleRow.id, SampleRow.sample_json).where(SampleRow.id.in_([r[3] for r in found]))
+            )
+        }
     rows: list[dict[str, object]] = []
     for concurrency, kind, count, first_id in found:
         example = RequestSample.model_validate_json(firsts[first_id]).error if first_id in firsts else None
-        rows.append({"concurrency": concurrency, "error kind": str(kind), "requests": int(count),
-                     "example": example or ""})
+        rows.append(
+            {"concurrency": concurrency, "error kind": str(kind), "requests": int(count), "example": example or ""}
+        )
     return rows
 
 
@@ -398,9 +483,14 @@ def level_aggregates(engine: Engine, run_id: str) -> list[LevelAggregate]:
 
     query = (
         select(
-            SampleRow.level_index, func.max(SampleRow.concurrency), func.count(), func.sum(ok_int),
-            func.avg(ok_only(SampleRow.ttft_ms)), func.avg(ok_only(SampleRow.tpot_ms)),
-            func.avg(ok_only(SampleRow.e2e_ms)), func.coalesce(func.sum(ok_only(SampleRow.input_tokens)), 0),
+            SampleRow.level_index,
+            func.max(SampleRow.concurrency),
+            func.count(),
+            func.sum(ok_int),
+            func.avg(ok_only(SampleRow.ttft_ms)),
+            func.avg(ok_only(SampleRow.tpot_ms)),
+            func.avg(ok_only(SampleRow.e2e_ms)),
+            func.coalesce(func.sum(ok_only(SampleRow.input_tokens)), 0),
             func.coalesce(func.sum(ok_only(SampleRow.output_tokens)), 0),
         )
         .where(SampleRow.run_id == run_id, SampleRow.level_index >= 0)
@@ -411,9 +501,16 @@ def level_aggregates(engine: Engine, run_id: str) -> list[LevelAggregate]:
         rows = session.execute(query).all()
     return [
         LevelAggregate(
-            level_index=int(r[0]), concurrency=int(r[1]), requests=int(r[2]), completed=int(r[3] or 0),
-            failed=int(r[2]) - int(r[3] or 0), ttft_mean_ms=_float(r[4]), tpot_mean_ms=_float(r[5]),
-            e2e_mean_ms=_float(r[6]), input_tokens=int(r[7]), output_tokens=int(r[8]),
+            level_index=int(r[0]),
+            concurrency=int(r[1]),
+            requests=int(r[2]),
+            completed=int(r[3] or 0),
+            failed=int(r[2]) - int(r[3] or 0),
+            ttft_mean_ms=_float(r[4]),
+            tpot_mean_ms=_float(r[5]),
+            e2e_mean_ms=_float(r[6]),
+            input_tokens=int(r[7]),
+            output_tokens=int(r[8]),
         )
         for r in rows
     ]
@@ -445,8 +542,13 @@ class RunRecorder:
     def on_finish(self, result: RunResult | None, error: BaseException | None) -> None:
         """Final status: the result's, or FAILED with the exception's message."""
         if result is not None:
-            finish_run(self.engine, self.run_id, result.status, error=result.error,
-                       best_concurrency_within_slo=result.best_concurrency_within_slo)
+            finish_run(
+                self.engine,
+                self.run_id,
+                result.status,
+                error=result.error,
+                best_concurrency_within_slo=result.best_concurrency_within_slo,
+            )
         else:
             message = f"{type(error).__name__}: {error}" if error is not None else "cancelled before it started"
             status = RunStatus.FAILED if error is not None else RunStatus.CANCELLED
@@ -457,8 +559,10 @@ def peak_output_tok_s(engine: Engine, run_ids: list[str]) -> dict[str, float]:
     """Each run's highest output tokens/s over its finished levels (runs without one are left out)."""
     if not run_ids:
         return {}
-    query = (select(LevelRow.run_id, func.max(LevelRow.output_tok_s))
-             .where(LevelRow.run_id.in_(run_ids), LevelRow.output_tok_s.is_not(None))
-             .group_by(LevelRow.run_id))
+    query = (
+        select(LevelRow.run_id, func.max(LevelRow.output_tok_s))
+        .where(LevelRow.run_id.in_(run_ids), LevelRow.output_tok_s.is_not(None))
+        .group_by(LevelRow.run_id)
+    )
     with session_factory(engine)() as session:
         return {run_id: float(value) for run_id, value in session.execute(query).all() if value is not None}

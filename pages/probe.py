@@ -79,9 +79,11 @@ def _test_connection() -> None:
         st.session_state[REPORT] = (False, errors[0])
         return
     try:
-        report = run_sync(check_connection(form.base_url, st.session_state.get(API_KEY) or None, model,
-                                           api=form.api,
-                                           timeouts=form.timeouts))
+        report = run_sync(
+            check_connection(
+                form.base_url, st.session_state.get(API_KEY) or None, model, api=form.api, timeouts=form.timeouts
+            )
+        )
     except ProbeError as exc:
         st.session_state[REPORT] = (False, str(exc))
         return
@@ -109,16 +111,35 @@ def _form(busy: bool) -> DeltaGenerator:
     """The form; returns the slot where the Start button goes (drawn once the inputs are read)."""
     with st.container(border=True):
         left, mid, right = st.columns([3, 2, 2])
-        left.text_input("Endpoint URL", key=K("url"), placeholder="http://host:8000/v1",
-                        help="The OpenAI-compatible base URL (vLLM, SGLang, LMDeploy, TGI, llama.cpp, Ollama).")
-        mid.text_input("API key", key=API_KEY, type="password", placeholder="optional",
-                       help="Sent to the endpoint only: never stored, logged, exported or put in the link.")
-        right.text_input("Model", key=K("model"), placeholder="as the server names it",
-                         help="Type it, or press Test connection to list what the server serves.")
+        left.text_input(
+            "Endpoint URL",
+            key=K("url"),
+            placeholder="http://host:8000/v1",
+            help="The OpenAI-compatible base URL (vLLM, SGLang, LMDeploy, TGI, llama.cpp, Ollama).",
+        )
+        mid.text_input(
+            "API key",
+            key=API_KEY,
+            type="password",
+            placeholder="optional",
+            help="Sent to the endpoint only: never stored, logged, exported or put in the link.",
+        )
+        right.text_input(
+            "Model",
+            key=K("model"),
+            placeholder="as the server names it",
+            help="Type it, or press Test connection to list what the server serves.",
+        )
         served = st.session_state.get(SERVED)
         if served and served[1]:
-            st.selectbox(f"Models served by {served[0]}", served[1], key=PICK, index=None,
-                         placeholder="pick one to use it", on_change=_pick_model)
+            st.selectbox(
+                f"Models served by {served[0]}",
+                served[1],
+                key=PICK,
+                index=None,
+                placeholder="pick one to use it",
+                on_change=_pick_model,
+            )
         left, mid, right, last = st.columns(4)
         left.selectbox("API", list(APIS), key=K("api"), format_func=APIS.__getitem__)
         mid.selectbox("Workload", list(WORKLOADS), key=K("workload"), format_func=WORKLOADS.__getitem__)
@@ -130,23 +151,46 @@ def _form(busy: bool) -> DeltaGenerator:
         elif workload == WorkloadKind.SHARED_PREFIX.value:
             st.number_input("Shared system prompt (tokens)", key=K("prefix_tokens"), step=256, min_value=1)
         elif workload == WorkloadKind.FILE.value:
-            st.file_uploader("Prompt file (JSONL)", type=["jsonl", "json", "txt"], key=PROMPT_FILE,
-                             help='One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
-                                  "line. The file is not part of the link: upload it again on another screen.")
+            st.file_uploader(
+                "Prompt file (JSONL)",
+                type=["jsonl", "json", "txt"],
+                key=PROMPT_FILE,
+                help='One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
+                "line. The file is not part of the link: upload it again on another screen.",
+            )
         with st.expander("Load and generation", icon=":material/speed:"):
             left, mid, right = st.columns(3)
             left.number_input("Max tokens", key=K("max_tokens"), step=32, min_value=1)
             mid.number_input("Warm-up requests (not counted)", key=K("warmup"), step=1, min_value=0)
             right.number_input("Temperature", key=K("temperature"), step=0.1, format="%.2f")
-            left.number_input("Request rate (req/s)", key=K("rate"), value=None, step=1.0, format="%.4g",
-                              placeholder="empty: closed loop",
-                              help="Poisson arrivals at this rate, at most the level's concurrency in flight.")
-            mid.number_input("Level duration bound (s)", key=K("duration"), value=None, step=10.0, format="%.4g",
-                             placeholder="empty: no bound", help="Stop sending new requests after this long.")
-            right.toggle("Ignore EOS (always generate max tokens)", key=K("ignore_eos"),
-                         help="vLLM / SGLang extension.")
-            st.text_input("Run label", key=K("label"), max_chars=200, placeholder="e.g. A800 AWQ baseline",
-                          help="A name for the run in Probe runs.")
+            left.number_input(
+                "Request rate (req/s)",
+                key=K("rate"),
+                value=None,
+                step=1.0,
+                format="%.4g",
+                placeholder="empty: closed loop",
+                help="Poisson arrivals at this rate, at most the level's concurrency in flight.",
+            )
+            mid.number_input(
+                "Level duration bound (s)",
+                key=K("duration"),
+                value=None,
+                step=10.0,
+                format="%.4g",
+                placeholder="empty: no bound",
+                help="Stop sending new requests after this long.",
+            )
+            right.toggle(
+                "Ignore EOS (always generate max tokens)", key=K("ignore_eos"), help="vLLM / SGLang extension."
+            )
+            st.text_input(
+                "Run label",
+                key=K("label"),
+                max_chars=200,
+                placeholder="e.g. A800 AWQ baseline",
+                help="A name for the run in Probe runs.",
+            )
         with st.expander("SLO targets", icon=":material/flag:"):
             left, mid, right = st.columns(3)
             left.number_input("TTFT p50 (ms)", key=K("ttft_p50"), step=50.0, format="%.6g")
@@ -156,11 +200,17 @@ def _form(busy: bool) -> DeltaGenerator:
             left, mid, right = st.columns(3)
             left.number_input("Connect (s)", key=K("connect_timeout"), step=1.0, format="%.4g")
             mid.number_input("First token (s)", key=K("ttft_timeout"), step=5.0, format="%.4g")
-            right.number_input("Stall between chunks (s)", key=K("stall_timeout"), step=5.0, format="%.4g",
-                               help="Also ended: a stream running past max tokens.")
+            right.number_input(
+                "Stall between chunks (s)",
+                key=K("stall_timeout"),
+                step=5.0,
+                format="%.4g",
+                help="Also ended: a stream running past max tokens.",
+            )
         left, right, rest = st.columns([1.4, 1.2, 3], vertical_alignment="center")
-        left.button("Test connection", key="probe.test", icon=":material/lan:", on_click=_test_connection,
-                    disabled=busy)
+        left.button(
+            "Test connection", key="probe.test", icon=":material/lan:", on_click=_test_connection, disabled=busy
+        )
         report = st.session_state.get(REPORT)
         if report is not None:
             ok, message = report
@@ -193,8 +243,13 @@ def _start(form: ProbeForm) -> bool:
         _drop_temp_file()
         return False
     recorder = RunRecorder(get_engine(), settings)
-    run = ProbeRun(settings, on_sample=recorder.on_sample, on_level=recorder.on_level,
-                   on_heartbeat=recorder.on_heartbeat, on_finish=recorder.on_finish)
+    run = ProbeRun(
+        settings,
+        on_sample=recorder.on_sample,
+        on_level=recorder.on_level,
+        on_heartbeat=recorder.on_heartbeat,
+        on_finish=recorder.on_finish,
+    )
     try:
         run.start()
     except ProbeError as exc:
@@ -236,22 +291,37 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
         overall = min(1.0, (index * per_level + progress.finished) / (total * per_level))
         in_level = min(1.0, progress.finished / per_level)
     else:
-        label = {"starting": "Starting…", "connecting": "Connecting…", "warmup": "Warming up (not counted)…",
-                 "finished": "Finishing…"}.get(progress.phase, progress.phase)
+        label = {
+            "starting": "Starting…",
+            "connecting": "Connecting…",
+            "warmup": "Warming up (not counted)…",
+            "finished": "Finishing…",
+        }.get(progress.phase, progress.phase)
         overall = min(1.0, done_levels / total)
         in_level = 0.0
-    box = st.status(f"Probing {_plain(run.settings.endpoint)} · {_plain(run.settings.model)} — {label}",
-                    state="running", expanded=True)  # not a `with` block: leaving one marks it complete
+    box = st.status(
+        f"Probing {_plain(run.settings.endpoint)} · {_plain(run.settings.model)} — {label}",
+        state="running",
+        expanded=True,
+    )  # not a `with` block: leaving one marks it complete
     box.progress(overall, text=f"Run: {done_levels} of {total} levels done")
     if progress.phase == "level":
-        box.progress(in_level, text=f"This level: {progress.finished} of {per_level} requests finished "
-                                    f"({progress.ok} ok, {progress.failed} failed), {progress.sent} sent")
+        box.progress(
+            in_level,
+            text=f"This level: {progress.finished} of {per_level} requests finished "
+            f"({progress.ok} ok, {progress.failed} failed), {progress.sent} sent",
+        )
     if progress.message:
         box.caption(_plain(progress.message))
     if progress.levels:
-        partial = RunResult(endpoint=run.settings.endpoint, model=run.settings.model, settings=run.settings,
-                            status=RunStatus.RUNNING, started_at=progress.levels[0].started_at,
-                            levels=list(progress.levels))
+        partial = RunResult(
+            endpoint=run.settings.endpoint,
+            model=run.settings.model,
+            settings=run.settings,
+            status=RunStatus.RUNNING,
+            started_at=progress.levels[0].started_at,
+            levels=list(progress.levels),
+        )
         box.dataframe(pd.DataFrame(level_rows(partial)), hide_index=True, key="probe.live.levels")
         box.plotly_chart(throughput_figure([partial]), key="probe.live.throughput")
 
@@ -267,9 +337,14 @@ def _live() -> None:
     progress = run.progress()
     cancelling = bool(st.session_state.get(CANCELLING)) or progress.status == RunStatus.CANCELLED
     _progress_view(run, progress)
-    st.button("Cancelling…" if cancelling else "Cancel probe", key="probe.cancel", icon=":material/stop_circle:",
-              on_click=_cancel, disabled=cancelling,
-              help="Stops sending; requests in flight are dropped; finished ones are kept.")
+    st.button(
+        "Cancelling…" if cancelling else "Cancel probe",
+        key="probe.cancel",
+        icon=":material/stop_circle:",
+        on_click=_cancel,
+        disabled=cancelling,
+        help="Stops sending; requests in flight are dropped; finished ones are kept.",
+    )
 
 
 def _result() -> None:
@@ -289,8 +364,9 @@ def _result() -> None:
     left, right = st.columns([3, 1], vertical_alignment="center")
     with left:
         downloads(result, f"probe.result.{run_id}")
-    right.page_link("pages/runs.py", label="Open in Probe runs", icon=":material/history:",
-                    query_params={"runs": run_id})
+    right.page_link(
+        "pages/runs.py", label="Open in Probe runs", icon=":material/history:", query_params={"runs": run_id}
+    )
 
 
 def body() -> None:
@@ -307,8 +383,9 @@ def body() -> None:
     busy = _running() is not None
     start_slot = _form(busy)
     form, errors = state.read()
-    start = start_slot.button("Start probe", key="probe.start", type="primary", icon=":material/play_arrow:",
-                              disabled=busy or form is None)
+    start = start_slot.button(
+        "Start probe", key="probe.start", type="primary", icon=":material/play_arrow:", disabled=busy or form is None
+    )
     if form is None:
         show_errors("Check these inputs; the probe can start once they are valid.", errors)
     elif start and not busy and _start(form):

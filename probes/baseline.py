@@ -27,8 +27,12 @@ def scaling(result: RunResult) -> Scaling | None:
     if len(levels) < 2:
         return None
     low, high = levels[0], levels[-1]
-    return Scaling(low_concurrency=low.concurrency, high_concurrency=high.concurrency,
-                   low_output_tok_s=low.output_tok_s or 0.0, high_output_tok_s=high.output_tok_s or 0.0)
+    return Scaling(
+        low_concurrency=low.concurrency,
+        high_concurrency=high.concurrency,
+        low_output_tok_s=low.output_tok_s or 0.0,
+        high_output_tok_s=high.output_tok_s or 0.0,
+    )
 
 
 def scaling_sentence(result: RunResult) -> str | None:

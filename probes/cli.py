@@ -30,8 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
     """Every run setting as a flag."""
     defaults = RunSettings(base_url="http://127.0.0.1/v1", model="-")
     slo, timeouts = SloTargets(), Timeouts()
-    p = argparse.ArgumentParser(prog="python -m probes", description="Benchmark an OpenAI-compatible endpoint "
-                                "at several concurrency levels (TTFT, TPOT, ITL, E2E, throughput, SLO).")
+    p = argparse.ArgumentParser(
+        prog="python -m probes",
+        description="Benchmark an OpenAI-compatible endpoint "
+        "at several concurrency levels (TTFT, TPOT, ITL, E2E, throughput, SLO).",
+    )
     p.add_argument("--base-url", required=True, help="e.g. http://host:8000/v1")
     p.add_argument("--api-key", default=None, help=f"API key (better: the {API_KEY_ENV} environment variable)")
     p.add_argument("--model", default=None, help="model name as the server knows it")
@@ -76,19 +79,42 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     """The RunSettings of a parsed command line (pydantic ValidationError on bad values)."""
     key = args.api_key or os.environ.get(API_KEY_ENV) or None
     return RunSettings(
-        base_url=args.base_url, api_key=SecretStr(key) if key else None, model=args.model or "-", label=args.label,
+        base_url=args.base_url,
+        api_key=SecretStr(key) if key else None,
+        model=args.model or "-",
+        label=args.label,
         api=args.api,
-        workload=args.workload, input_tokens=args.input_tokens, shared_prefix_tokens=args.shared_prefix_tokens,
-        prompt_file=args.prompt_file, concurrency=args.concurrency, requests_per_level=args.requests,
-        warmup_requests=args.warmup, request_rate_rps=args.request_rate, duration_s=args.duration,
-        max_tokens=args.max_tokens, temperature=args.temperature, ignore_eos=args.ignore_eos,
-        include_usage=not args.no_usage, continuous_usage_stats=args.continuous_usage,
-        scrape_metrics=not args.no_metrics, metrics_url=args.metrics_url, seed=args.seed,
-        slo=SloTargets(ttft_p50_ms=args.slo_ttft_p50_ms, ttft_p99_ms=args.slo_ttft_p99_ms,
-                       tpot_p50_ms=args.slo_tpot_p50_ms, request_ttft_ms=args.goodput_ttft_ms,
-                       request_tpot_ms=args.goodput_tpot_ms, max_failed_ratio=args.max_failed_ratio),
-        timeouts=Timeouts(connect_s=args.connect_timeout, ttft_s=args.ttft_timeout, stall_s=args.stall_timeout,
-                          overlength_extra_tokens=args.overlength_extra_tokens),
+        workload=args.workload,
+        input_tokens=args.input_tokens,
+        shared_prefix_tokens=args.shared_prefix_tokens,
+        prompt_file=args.prompt_file,
+        concurrency=args.concurrency,
+        requests_per_level=args.requests,
+        warmup_requests=args.warmup,
+        request_rate_rps=args.request_rate,
+        duration_s=args.duration,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        ignore_eos=args.ignore_eos,
+        include_usage=not args.no_usage,
+        continuous_usage_stats=args.continuous_usage,
+        scrape_metrics=not args.no_metrics,
+        metrics_url=args.metrics_url,
+        seed=args.seed,
+        slo=SloTargets(
+            ttft_p50_ms=args.slo_ttft_p50_ms,
+            ttft_p99_ms=args.slo_ttft_p99_ms,
+            tpot_p50_ms=args.slo_tpot_p50_ms,
+            request_ttft_ms=args.goodput_ttft_ms,
+            request_tpot_ms=args.goodput_tpot_ms,
+            max_failed_ratio=args.max_failed_ratio,
+        ),
+        timeouts=Timeouts(
+            connect_s=args.connect_timeout,
+            ttft_s=args.ttft_timeout,
+            stall_s=args.stall_timeout,
+            overlength_extra_tokens=args.overlength_extra_tokens,
+        ),
     )
 
 
@@ -100,11 +126,13 @@ def level_line(level: LevelResult) -> str:
     """One level in one line."""
     errors = ", ".join(f"{k} {v}" for k, v in level.errors.items())
     slo = "SLO met" if level.slo.met else "SLO missed: " + "; ".join(level.slo.violations)
-    return (f"concurrency {level.concurrency}: {level.completed}/{level.requests} ok"
-            + (f" ({errors})" if errors else "")
-            + f" | TTFT p50 {_fmt(level.ttft_ms.p50, 'ms')} p99 {_fmt(level.ttft_ms.p99, 'ms')}"
-            + f" | TPOT p50 {_fmt(level.tpot_ms.p50, 'ms', 1)} | {_fmt(level.output_tok_s, 'tok/s')}"
-            + f" | {_fmt(level.req_s, 'req/s', 2)} | {slo}")
+    return (
+        f"concurrency {level.concurrency}: {level.completed}/{level.requests} ok"
+        + (f" ({errors})" if errors else "")
+        + f" | TTFT p50 {_fmt(level.ttft_ms.p50, 'ms')} p99 {_fmt(level.ttft_ms.p99, 'ms')}"
+        + f" | TPOT p50 {_fmt(level.tpot_ms.p50, 'ms', 1)} | {_fmt(level.output_tok_s, 'tok/s')}"
+        + f" | {_fmt(level.req_s, 'req/s', 2)} | {slo}"
+    )
 
 
 class _Recorder:
@@ -151,8 +179,11 @@ def run_cli(argv: list[str] | None = None, out: TextIO | None = None, err: TextI
                 print(name, file=out)
             return EXIT_OK
         if args.test_connection:
-            report = run_sync(check_connection(settings.base_url, settings.api_key, args.model, api=settings.api,
-                                               timeouts=settings.timeouts))
+            report = run_sync(
+                check_connection(
+                    settings.base_url, settings.api_key, args.model, api=settings.api, timeouts=settings.timeouts
+                )
+            )
             print(report.message, file=out)
             return EXIT_OK if report.ok else EXIT_FAILED
     except ProbeError as exc:
@@ -185,8 +216,7 @@ def _run(settings: RunSettings, args: argparse.Namespace, out: TextIO, err: Text
         if recorder.inner is not None:
             recorder.inner.on_finish(result, error)
 
-    probe = ProbeRun(settings, on_sample=on_sample, on_level=on_level, on_heartbeat=on_heartbeat,
-                     on_finish=on_finish)
+    probe = ProbeRun(settings, on_sample=on_sample, on_level=on_level, on_heartbeat=on_heartbeat, on_finish=on_finish)
     try:  # refuse bad settings and workloads before anything is stored (start() checks them the same way)
         check_run_settings(settings)
         build_prompts(settings, settings.requests_per_level)
@@ -203,8 +233,12 @@ def _run(settings: RunSettings, args: argparse.Namespace, out: TextIO, err: Text
         print(f"error: {exc}", file=err)
         return EXIT_USAGE
     if not quiet:
-        print(f"probing {settings.endpoint} model {settings.model}: levels {list(settings.concurrency)}, "
-              f"{settings.requests_per_level} requests each", file=err, flush=True)
+        print(
+            f"probing {settings.endpoint} model {settings.model}: levels {list(settings.concurrency)}, "
+            f"{settings.requests_per_level} requests each",
+            file=err,
+            flush=True,
+        )
     interrupted = False
     last_shown = ""
     try:
@@ -231,9 +265,13 @@ def _run(settings: RunSettings, args: argparse.Namespace, out: TextIO, err: Text
         Path(args.output).write_text(result_json(result), encoding="utf-8")
     if not quiet:
         best = result.best_concurrency_within_slo
-        print(f"{result.status}: highest concurrency within SLO: {best if best is not None else 'none'}"
-              + (f" ({result.error})" if result.error else "")
-              + (f"; stored as run {recorder.run_id}" if recorder.run_id else ""), file=err, flush=True)
+        print(
+            f"{result.status}: highest concurrency within SLO: {best if best is not None else 'none'}"
+            + (f" ({result.error})" if result.error else "")
+            + (f"; stored as run {recorder.run_id}" if recorder.run_id else ""),
+            file=err,
+            flush=True,
+        )
     if result.status == RunStatus.FAILED:
         if quiet:
             print(f"error: {result.error}", file=err)

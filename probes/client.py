@@ -30,8 +30,9 @@ class _Failed(Exception):
         self.kind = kind
 
 
-def make_http(settings: RunSettings, max_connections: int,
-              transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
+def make_http(
+    settings: RunSettings, max_connections: int, transport: httpx2.AsyncBaseTransport | None = None
+) -> httpx2.AsyncClient:
     """The HTTP client under the SDK: the lean transport (or the one given), no read timeout, no proxy from env.
 
     The probe's own watchdog times the stream (TTFT and stall timeouts).
@@ -39,15 +40,17 @@ def make_http(settings: RunSettings, max_connections: int,
     timeouts = settings.timeouts
     timeout = httpx2.Timeout(connect=timeouts.connect_s, read=None, write=timeouts.ttft_s, pool=None)
     limits = httpx2.Limits(max_connections=max_connections + 4, max_keepalive_connections=max_connections + 4)
-    return httpx2.AsyncClient(transport=transport or LeanTransport(), timeout=timeout, limits=limits,
-                              trust_env=False, follow_redirects=False)
+    return httpx2.AsyncClient(
+        transport=transport or LeanTransport(), timeout=timeout, limits=limits, trust_env=False, follow_redirects=False
+    )
 
 
 def make_client(settings: RunSettings, http: httpx2.AsyncClient) -> AsyncOpenAI:
     """An AsyncOpenAI client on that HTTP client, with the SDK's automatic retries off."""
     key = settings.api_key.get_secret_value() if settings.api_key else ""
-    return AsyncOpenAI(base_url=settings.base_url, api_key=key or NO_KEY, max_retries=0, timeout=http.timeout,
-                       http_client=http)
+    return AsyncOpenAI(
+        base_url=settings.base_url, api_key=key or NO_KEY, max_retries=0, timeout=http.timeout, http_client=http
+    )
 
 
 def auth_headers(settings: RunSettings) -> dict[str, str]:
@@ -166,7 +169,9 @@ async def _timed_fallback(http: httpx2.Response, clock: Clock) -> AsyncIterator[
 def request_body(settings: RunSettings, prompt: Prompt) -> dict[str, Any]:
     """The JSON body of one streamed request."""
     body: dict[str, Any] = {
-        "model": settings.model, "max_tokens": settings.max_tokens, "temperature": settings.temperature,
+        "model": settings.model,
+        "max_tokens": settings.max_tokens,
+        "temperature": settings.temperature,
         "stream": True,
     }
     if settings.include_usage:
@@ -200,8 +205,7 @@ async def open_stream(client: AsyncOpenAI, path: str, body: dict[str, Any] | byt
     sent as it is.
     """
     content = body if isinstance(body, bytes) else encode_body(body)
-    http = await client.post(path, cast_to=httpx2.Response, content=content, stream=True,
-                             options=_RAW_STREAM_OPTIONS)
+    http = await client.post(path, cast_to=httpx2.Response, content=content, stream=True, options=_RAW_STREAM_OPTIONS)
     try:
         yield http
     finally:
@@ -375,9 +379,18 @@ async def _read_lean(stream: TimedStream, sse: _SSE, lazy: bool) -> None:
         await stream.wait(wake_at)
 
 
-async def send_request(client: AsyncOpenAI, settings: RunSettings, prompt: Prompt, *, level_index: int,
-                       concurrency: int, index: int, level_start_s: float,
-                       clock: Clock = time.perf_counter, body: bytes | None = None) -> RequestSample:
+async def send_request(
+    client: AsyncOpenAI,
+    settings: RunSettings,
+    prompt: Prompt,
+    *,
+    level_index: int,
+    concurrency: int,
+    index: int,
+    level_start_s: float,
+    clock: Clock = time.perf_counter,
+    body: bytes | None = None,
+) -> RequestSample:
     """Send one streamed request and return its sample; every failure is recorded, never raised (but cancel).
 
     `body` is the request's JSON prepared ahead (request_body + encode_body); built here when not given.
@@ -411,8 +424,10 @@ async def send_request(client: AsyncOpenAI, settings: RunSettings, prompt: Promp
                             got += part
                             if len(got) > NOT_STREAMED_BODY_BYTES:
                                 break
-                        raise _Failed(ErrorKind.NOT_STREAMED,
-                                      f"asked for a stream, got {ctype or 'no content type'}: {got[:200]!r}")
+                        raise _Failed(
+                            ErrorKind.NOT_STREAMED,
+                            f"asked for a stream, got {ctype or 'no content type'}: {got[:200]!r}",
+                        )
                     sse = _SSE(trace, chat, overlength_at, wd)
                     timed = http.extensions.get(TIMED_STREAM)
                     if isinstance(timed, TimedStream) and timed.clock is clock:
@@ -462,13 +477,28 @@ async def send_request(client: AsyncOpenAI, settings: RunSettings, prompt: Promp
             trace.completion_tokens = int(usage_seen["completion_tokens"])
     acc = account(trace, ok=kind is None)
     return RequestSample(
-        level_index=level_index, concurrency=concurrency, index=index, start_s=sent_s - level_start_s,
-        ttft_ms=acc.ttft_ms, first_content_ms=acc.first_content_ms, reasoning_ms=acc.reasoning_ms,
-        tpot_ms=acc.tpot_ms, e2e_ms=acc.e2e_ms, itl_ms=acc.itl_ms, chunk_ms=acc.chunk_ms,
-        chunk_tokens=acc.chunk_tokens, input_tokens=trace.prompt_tokens, output_tokens=acc.output_tokens,
-        reasoning_tokens=acc.reasoning_tokens, token_source=acc.token_source, finish_reason=finish,
-        http_status=status, error_kind=kind, error=scrub(message, settings)[:2000] if message else None,
-        retry_after_s=retry_after, server_request_id=request_id,
+        level_index=level_index,
+        concurrency=concurrency,
+        index=index,
+        start_s=sent_s - level_start_s,
+        ttft_ms=acc.ttft_ms,
+        first_content_ms=acc.first_content_ms,
+        reasoning_ms=acc.reasoning_ms,
+        tpot_ms=acc.tpot_ms,
+        e2e_ms=acc.e2e_ms,
+        itl_ms=acc.itl_ms,
+        chunk_ms=acc.chunk_ms,
+        chunk_tokens=acc.chunk_tokens,
+        input_tokens=trace.prompt_tokens,
+        output_tokens=acc.output_tokens,
+        reasoning_tokens=acc.reasoning_tokens,
+        token_source=acc.token_source,
+        finish_reason=finish,
+        http_status=status,
+        error_kind=kind,
+        error=scrub(message, settings)[:2000] if message else None,
+        retry_after_s=retry_after,
+        server_request_id=request_id,
     )
 
 

@@ -41,8 +41,9 @@ def redact_url(url: str) -> str:
     if ":" in host:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                       if not SECRET_QUERY_KEYS.search(k)])
+    query = urlencode(
+        [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not SECRET_QUERY_KEYS.search(k)]
+    )
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 

@@ -36,24 +36,38 @@ class ConnectionReport(BaseModel):
     http_status: int | None = None
 
 
-def _settings(base_url: str, api_key: str | SecretStr | None, model: str, timeouts: Timeouts | None,
-              api: ApiKind = ApiKind.CHAT) -> RunSettings:
+def _settings(
+    base_url: str, api_key: str | SecretStr | None, model: str, timeouts: Timeouts | None, api: ApiKind = ApiKind.CHAT
+) -> RunSettings:
     key = SecretStr(api_key) if isinstance(api_key, str) else api_key
     try:
-        settings = RunSettings(base_url=base_url, api_key=key, model=model or "-", api=api, max_tokens=1,
-                               timeouts=timeouts or Timeouts(connect_s=5.0, ttft_s=30.0, stall_s=30.0),
-                               requests_per_level=1, concurrency=(1,))
+        settings = RunSettings(
+            base_url=base_url,
+            api_key=key,
+            model=model or "-",
+            api=api,
+            max_tokens=1,
+            timeouts=timeouts or Timeouts(connect_s=5.0, ttft_s=30.0, stall_s=30.0),
+            requests_per_level=1,
+            concurrency=(1,),
+        )
     except ValueError as exc:
         raise ProbeSettingsError(f"invalid endpoint: {exc}") from exc
-    refusal = host_refusal(urlsplit(settings.base_url).hostname or "", parse_allowed_hosts(
-        get_settings().probe_allowed_hosts))
+    refusal = host_refusal(
+        urlsplit(settings.base_url).hostname or "", parse_allowed_hosts(get_settings().probe_allowed_hosts)
+    )
     if refusal:
         raise ProbeSettingsError(refusal)
     return settings
 
 
-async def list_models(base_url: str, api_key: str | SecretStr | None = None, *, timeouts: Timeouts | None = None,
-                      transport: httpx2.AsyncBaseTransport | None = None) -> list[str]:
+async def list_models(
+    base_url: str,
+    api_key: str | SecretStr | None = None,
+    *,
+    timeouts: Timeouts | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> list[str]:
     """Model ids from /v1/models; EndpointUnreachableError or EndpointResponseError when that fails."""
     settings = _settings(base_url, api_key, "-", timeouts)
     http = make_http(settings, 1, transport)
@@ -82,9 +96,15 @@ async def list_models(base_url: str, api_key: str | SecretStr | None = None, *, 
         await close_quietly(client)
 
 
-async def check_connection(base_url: str, api_key: str | SecretStr | None = None, model: str | None = None, *,
-                           api: ApiKind = ApiKind.CHAT, timeouts: Timeouts | None = None,
-                           transport: httpx2.AsyncBaseTransport | None = None) -> ConnectionReport:
+async def check_connection(
+    base_url: str,
+    api_key: str | SecretStr | None = None,
+    model: str | None = None,
+    *,
+    api: ApiKind = ApiKind.CHAT,
+    timeouts: Timeouts | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> ConnectionReport:
     """List the models and, with a model, send one streamed 1-token request; never raises for a bad endpoint."""
     endpoint = redact_url(base_url)
     models: list[str] | None = None
@@ -104,23 +124,41 @@ async def check_connection(base_url: str, api_key: str | SecretStr | None = None
         return ConnectionReport(ok=ok, endpoint=endpoint, message=message, models=models, models_ms=models_ms)
     if models is not None and model not in models:
         shown = ", ".join(models[:10]) or "none"
-        return ConnectionReport(ok=False, endpoint=endpoint, models=models, models_ms=models_ms,
-                                message=f"model {model!r} is not served here; served: {shown}")
+        return ConnectionReport(
+            ok=False,
+            endpoint=endpoint,
+            models=models,
+            models_ms=models_ms,
+            message=f"model {model!r} is not served here; served: {shown}",
+        )
     settings = _settings(base_url, api_key, model, timeouts, api)
     http = make_http(settings, 1, transport)
     client = make_client(settings, http)
     try:
-        sample = await send_request(client, settings, CHECK_PROMPT, level_index=0, concurrency=1, index=0,
-                                    level_start_s=time.perf_counter())
+        sample = await send_request(
+            client, settings, CHECK_PROMPT, level_index=0, concurrency=1, index=0, level_start_s=time.perf_counter()
+        )
     finally:
         await close_quietly(client)
     if sample.ok:
         message = f"OK: first token after {sample.ttft_ms:.0f} ms" if sample.ttft_ms is not None else "OK"
-        return ConnectionReport(ok=True, endpoint=endpoint, message="; ".join([message, *notes]), models=models,
-                                models_ms=models_ms, ttft_ms=sample.ttft_ms, http_status=sample.http_status)
-    return ConnectionReport(ok=False, endpoint=endpoint, models=models, models_ms=models_ms,
-                            http_status=sample.http_status,
-                            message=f"a test request failed ({sample.error_kind}): {sample.error}")
+        return ConnectionReport(
+            ok=True,
+            endpoint=endpoint,
+            message="; ".join([message, *notes]),
+            models=models,
+            models_ms=models_ms,
+            ttft_ms=sample.ttft_ms,
+            http_status=sample.http_status,
+        )
+    return ConnectionReport(
+        ok=False,
+        endpoint=endpoint,
+        models=models,
+        models_ms=models_ms,
+        http_status=sample.http_status,
+        message=f"a test request failed ({sample.error_kind}): {sample.error}",
+    )
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

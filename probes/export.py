@@ -7,15 +7,40 @@ import json
 from probes.models import RunResult
 
 LEVEL_COLUMNS = (
-    "concurrency", "request_rate_rps", "requests", "completed", "failed", "duration_s", "req_s", "output_tok_s",
-    "total_tok_s", "input_tokens_per_request", "output_tokens_per_request", "token_source",
+    "concurrency",
+    "request_rate_rps",
+    "requests",
+    "completed",
+    "failed",
+    "duration_s",
+    "req_s",
+    "output_tok_s",
+    "total_tok_s",
+    "input_tokens_per_request",
+    "output_tokens_per_request",
+    "token_source",
 )
 STAT_COLUMNS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 STAT_FIELDS = ("mean", "p50", "p90", "p99")
 SAMPLE_COLUMNS = (
-    "level_index", "concurrency", "index", "start_s", "ttft_ms", "first_content_ms", "reasoning_ms", "tpot_ms",
-    "e2e_ms", "input_tokens", "output_tokens", "reasoning_tokens", "token_source", "finish_reason", "http_status",
-    "error_kind", "error", "retry_after_s",
+    "level_index",
+    "concurrency",
+    "index",
+    "start_s",
+    "ttft_ms",
+    "first_content_ms",
+    "reasoning_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "token_source",
+    "finish_reason",
+    "http_status",
+    "error_kind",
+    "error",
+    "retry_after_s",
 )
 
 

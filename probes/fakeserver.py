@@ -27,10 +27,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-FAULTS = frozenset({
-    "", "401", "404", "429", "500", "reset", "close", "truncate", "malformed", "error_in_stream", "json_body",
-    "big_line", "never_end", "stall", "no_headers", "no_first_token",
-})
+FAULTS = frozenset(
+    {
+        "",
+        "401",
+        "404",
+        "429",
+        "500",
+        "reset",
+        "close",
+        "truncate",
+        "malformed",
+        "error_in_stream",
+        "json_body",
+        "big_line",
+        "never_end",
+        "stall",
+        "no_headers",
+        "no_first_token",
+    }
+)
 MID_STREAM_FAULTS = frozenset({"reset", "close", "truncate", "malformed", "error_in_stream", "stall"})
 BIG_LINE_BYTES = 1 << 20
 WORDS = (" alpha", " beta", " gamma", " delta", " eps", " zeta", " eta", " theta")
@@ -148,8 +164,10 @@ class _Stream:
         self.closed = False
         created = int(time.time())
         kind = "chat.completion.chunk" if chat else "text_completion"
-        self.head = (f'{{"id":"{record.request_id}","object":"{kind}","created":{created},'
-                     f'"model":{json.dumps(self.model)},"choices":[{{"index":0,').encode()
+        self.head = (
+            f'{{"id":"{record.request_id}","object":"{kind}","created":{created},'
+            f'"model":{json.dumps(self.model)},"choices":[{{"index":0,'
+        ).encode()
         self.frames: dict[tuple[int, bool], list[bytes]] = {}
 
     def _frame(self, k: int, reasoning: bool, i: int) -> bytes:
@@ -170,8 +188,10 @@ class _Stream:
             body = f'"text":{json.dumps(text)},"logprobs":null,"finish_reason":null}}]'
         if usage:
             n = self.sent + k
-            body += (f',"usage":{{"prompt_tokens":{self.prompt_tokens},"completion_tokens":{n},'
-                     f'"total_tokens":{self.prompt_tokens + n}}}')
+            body += (
+                f',"usage":{{"prompt_tokens":{self.prompt_tokens},"completion_tokens":{n},'
+                f'"total_tokens":{self.prompt_tokens + n}}}'
+            )
         return _chunk(b"data: " + self.head + body.encode() + b"}\n\n")
 
     def start(self) -> None:
@@ -181,12 +201,19 @@ class _Stream:
         self.anchor = loop.time()
         if self.beh.fault == "no_headers":
             return
-        headers = [b"HTTP/1.1 200 OK", b"content-type: text/event-stream", b"cache-control: no-cache",
-                   b"transfer-encoding: chunked", b"x-request-id: " + self.record.request_id.encode()]
+        headers = [
+            b"HTTP/1.1 200 OK",
+            b"content-type: text/event-stream",
+            b"cache-control: no-cache",
+            b"transfer-encoding: chunked",
+            b"x-request-id: " + self.record.request_id.encode(),
+        ]
         out = b"\r\n".join(headers) + b"\r\n\r\n"
         if self.chat and self.beh.role_chunk:
-            out += _chunk(b"data: " + self.head + b'"delta":{"role":"assistant","content":""},'
-                          b'"logprobs":null,"finish_reason":null}]}\n\n')
+            out += _chunk(
+                b"data: " + self.head + b'"delta":{"role":"assistant","content":""},'
+                b'"logprobs":null,"finish_reason":null}]}\n\n'
+            )
         self.conn.transport.write(out)
         self.record.headers_s = time.perf_counter()
         if self.beh.fault == "no_first_token":
@@ -227,8 +254,11 @@ class _Stream:
         if self.server.spec_acceptance is not None:
             counters.spec_draft += 4 * k
             counters.spec_accepted += round(4 * k * self.server.spec_acceptance)
-        if not endless and self.sent >= self.total and not (
-                beh.fault in MID_STREAM_FAULTS and self.sent >= self.fault_at):
+        if (
+            not endless
+            and self.sent >= self.total
+            and not (beh.fault in MID_STREAM_FAULTS and self.sent >= self.fault_at)
+        ):
             self._finish()
             return
         self._schedule()
@@ -244,16 +274,26 @@ class _Stream:
     def _finish(self) -> None:
         out = b""
         if self.chat:
-            out += _chunk(b"data: " + self.head + b'"delta":{},"logprobs":null,"finish_reason":"%s"}]}\n\n'
-                          % self.finish.encode())
+            out += _chunk(
+                b"data: " + self.head + b'"delta":{},"logprobs":null,"finish_reason":"%s"}]}\n\n' % self.finish.encode()
+            )
         else:
-            out += _chunk(b"data: " + self.head + b'"text":"","logprobs":null,"finish_reason":"%s"}]}\n\n'
-                          % self.finish.encode())
+            out += _chunk(
+                b"data: " + self.head + b'"text":"","logprobs":null,"finish_reason":"%s"}]}\n\n' % self.finish.encode()
+            )
         if self.usage:
-            usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.sent,
-                     "total_tokens": self.prompt_tokens + self.sent}
-            out += _chunk(b"data: " + self.head[: self.head.index(b'"choices"')] + b'"choices":[],"usage":'
-                          + json.dumps(usage).encode() + b"}\n\n")
+            usage = {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.sent,
+                "total_tokens": self.prompt_tokens + self.sent,
+            }
+            out += _chunk(
+                b"data: "
+                + self.head[: self.head.index(b'"choices"')]
+                + b'"choices":[],"usage":'
+                + json.dumps(usage).encode()
+                + b"}\n\n"
+            )
         out += _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
         self.conn.transport.write(out)
         self._done(keep_alive=True)
@@ -278,8 +318,7 @@ class _Stream:
             self.fault_at = 1 << 62  # continue normally afterwards
             self._schedule()
         elif fault == "error_in_stream":
-            err = {"error": {"message": "internal error while generating", "type": "InternalServerError",
-                             "code": 500}}
+            err = {"error": {"message": "internal error while generating", "type": "InternalServerError", "code": 500}}
             transport.write(_sse(err) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
             self._done(keep_alive=True)
         elif fault == "stall":
@@ -384,10 +423,18 @@ class _Conn(asyncio.Protocol):
         self.close_after = headers.get("connection", "").lower() == "close"
         self.server._handle(self, method, target, headers, body)
 
-    def send(self, status: int, body: bytes, content_type: str = "application/json",
-             extra: dict[str, str] | None = None) -> None:
-        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-                  429: "Too Many Requests", 500: "Internal Server Error"}.get(status, "Error")
+    def send(
+        self, status: int, body: bytes, content_type: str = "application/json", extra: dict[str, str] | None = None
+    ) -> None:
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            401: "Unauthorized",
+            404: "Not Found",
+            405: "Method Not Allowed",
+            429: "Too Many Requests",
+            500: "Internal Server Error",
+        }.get(status, "Error")
         lines = [f"HTTP/1.1 {status} {reason}", f"content-type: {content_type}", f"content-length: {len(body)}"]
         lines += [f"{k}: {v}" for k, v in (extra or {}).items()]
         self.transport.write("\r\n".join(lines).encode() + b"\r\n\r\n" + body)
@@ -397,10 +444,19 @@ class _Conn(asyncio.Protocol):
 class FakeServer:
     """The server: start() on 127.0.0.1, then base_url; records() for its own timing account."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, defaults: Behaviour | None = None,
-                 models: tuple[str, ...] = ("fake",), api_key: str | None = None, metrics: bool = True,
-                 max_running: int | None = None, spec_acceptance: float | None = None,
-                 keep_records: bool = True) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        defaults: Behaviour | None = None,
+        models: tuple[str, ...] = ("fake",),
+        api_key: str | None = None,
+        metrics: bool = True,
+        max_running: int | None = None,
+        spec_acceptance: float | None = None,
+        keep_records: bool = True,
+    ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError("the fake server only listens on loopback (127.0.0.1)")
         self.host = host
@@ -541,11 +597,16 @@ class FakeServer:
         else:
             choice["text"] = text
         prompt = _prompt_tokens(req)
-        return json.dumps({
-            "id": record.request_id, "object": "chat.completion" if chat else "text_completion", "created": 0,
-            "model": req.get("model"), "choices": [choice],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n},
-        }).encode()
+        return json.dumps(
+            {
+                "id": record.request_id,
+                "object": "chat.completion" if chat else "text_completion",
+                "created": 0,
+                "model": req.get("model"),
+                "choices": [choice],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n},
+            }
+        ).encode()
 
     def _account_prompt(self, req: dict[str, Any]) -> None:
         words = _prompt_text(req).split()
@@ -575,8 +636,10 @@ class FakeServer:
             ("vllm:prefix_cache_hits_total", "counter", c.prefix_hits),
         ]
         if self.spec_acceptance is not None:
-            rows += [("vllm:spec_decode_num_draft_tokens_total", "counter", c.spec_draft),
-                     ("vllm:spec_decode_num_accepted_tokens_total", "counter", c.spec_accepted)]
+            rows += [
+                ("vllm:spec_decode_num_draft_tokens_total", "counter", c.spec_draft),
+                ("vllm:spec_decode_num_accepted_tokens_total", "counter", c.spec_accepted),
+            ]
         out = []
         for name, kind, value in rows:
             out.append(f"# HELP {name} fake server metric\n# TYPE {name} {kind}\n{name}{label} {float(value)}")
@@ -634,14 +697,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-metrics", action="store_true")
     parser.add_argument("--no-records", action="store_true", help="do not keep per-token records")
     args = parser.parse_args(argv)
-    defaults = Behaviour(ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, tokens=args.tokens,
-                         tokens_per_chunk=args.tokens_per_chunk, usage=not args.no_usage,
-                         role_chunk=not args.no_role_chunk, reasoning_tokens=args.reasoning_tokens)
+    defaults = Behaviour(
+        ttft_ms=args.ttft_ms,
+        tpot_ms=args.tpot_ms,
+        tokens=args.tokens,
+        tokens_per_chunk=args.tokens_per_chunk,
+        usage=not args.no_usage,
+        role_chunk=not args.no_role_chunk,
+        reasoning_tokens=args.reasoning_tokens,
+    )
 
     async def serve() -> None:
-        server = FakeServer(args.host, args.port, defaults=defaults, models=tuple(args.model or ["fake"]),
-                            api_key=args.api_key, metrics=not args.no_metrics, max_running=args.max_running,
-                            keep_records=not args.no_records)
+        server = FakeServer(
+            args.host,
+            args.port,
+            defaults=defaults,
+            models=tuple(args.model or ["fake"]),
+            api_key=args.api_key,
+            metrics=not args.no_metrics,
+            max_running=args.max_running,
+            keep_records=not args.no_records,
+        )
         await server.start()
         print(f"fake OpenAI server on {server.base_url}", flush=True)
         await asyncio.Event().wait()

@@ -55,20 +55,35 @@ def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
             for pct in percentiles:
                 color = PALETTE[(percentiles.index(pct) if single else number) % len(PALETTE)]
                 figure.add_scatter(
-                    x=x, y=[getattr(getattr(lv, metric), pct) for lv in levels], row=1, col=col,
-                    mode="lines+markers", line={"color": color, "dash": _PERCENTILE_DASH[pct]},
-                    name=pct if single else f"{name} {pct}", legendgroup=pct if single else f"run{number}",
-                    showlegend=col == 1, meta=metric,
+                    x=x,
+                    y=[getattr(getattr(lv, metric), pct) for lv in levels],
+                    row=1,
+                    col=col,
+                    mode="lines+markers",
+                    line={"color": color, "dash": _PERCENTILE_DASH[pct]},
+                    name=pct if single else f"{name} {pct}",
+                    legendgroup=pct if single else f"run{number}",
+                    showlegend=col == 1,
+                    meta=metric,
                     hovertemplate=f"{metric.removesuffix('_ms').upper()} {pct}: %{{y:.1f}} ms at concurrency %{{x}}"
-                                  "<extra></extra>",
+                    "<extra></extra>",
                 )
     if runs:
         slo = runs[0].settings.slo
-        for col, value, text in ((1, slo.ttft_p50_ms, "SLO TTFT p50"), (1, slo.ttft_p99_ms, "SLO TTFT p99"),
-                                 (2, slo.tpot_p50_ms, "SLO TPOT p50")):
-            figure.add_hline(y=value, row=1, col=col, line={"color": SLO_COLOR, "dash": "dash", "width": 1},
-                             annotation_text=f"{text} {value:g} ms", annotation_position="top left",
-                             annotation_font_color=SLO_COLOR)
+        for col, value, text in (
+            (1, slo.ttft_p50_ms, "SLO TTFT p50"),
+            (1, slo.ttft_p99_ms, "SLO TTFT p99"),
+            (2, slo.tpot_p50_ms, "SLO TPOT p50"),
+        ):
+            figure.add_hline(
+                y=value,
+                row=1,
+                col=col,
+                line={"color": SLO_COLOR, "dash": "dash", "width": 1},
+                annotation_text=f"{text} {value:g} ms",
+                annotation_position="top left",
+                annotation_font_color=SLO_COLOR,
+            )
     _concurrency_axis(figure, runs)
     figure.update_yaxes(title_text="ms", rangemode="tozero")
     figure.update_layout(title="Latency against concurrency", margin=_MARGIN, legend={"orientation": "h", "y": -0.2})
@@ -83,25 +98,31 @@ def throughput_figure(runs: Sequence[RunResult]) -> go.Figure:
         color = PALETTE[number % len(PALETTE)]
         name = "output tok/s" if len(runs) == 1 else plot_text(run_label(run))
         figure.add_scatter(
-            x=[lv.concurrency for lv in levels], y=[lv.output_tok_s for lv in levels], mode="lines+markers",
-            name=name, line={"color": color}, legendgroup=f"run{number}",
+            x=[lv.concurrency for lv in levels],
+            y=[lv.output_tok_s for lv in levels],
+            mode="lines+markers",
+            name=name,
+            line={"color": color},
+            legendgroup=f"run{number}",
             marker={"size": 10, "symbol": ["circle" if lv.slo.met else "circle-open" for lv in levels]},
             customdata=[[lv.req_s or 0.0, "met" if lv.slo.met else "missed"] for lv in levels],
             hovertemplate="%{y:,.1f} output tok/s at concurrency %{x}<br>%{customdata[0]:.2f} req/s, "
-                          "SLO %{customdata[1]}<extra></extra>",
+            "SLO %{customdata[1]}<extra></extra>",
         )
         best = next((lv for lv in levels if lv.concurrency == run.best_concurrency_within_slo), None)
         if best is not None and best.output_tok_s is not None:
             figure.add_scatter(
-                x=[best.concurrency], y=[best.output_tok_s], mode="markers", legendgroup=f"run{number}",
+                x=[best.concurrency],
+                y=[best.output_tok_s],
+                mode="markers",
+                legendgroup=f"run{number}",
                 marker={"symbol": "star", "size": 18, "color": color, "line": {"width": 1, "color": "white"}},
                 name="highest within SLO" if len(runs) == 1 else f"{name}: highest within SLO",
                 hovertemplate="highest concurrency within SLO: %{x}<extra></extra>",
             )
     _concurrency_axis(figure, runs)
     figure.update_yaxes(title_text="output tokens/s", rangemode="tozero")
-    figure.update_layout(title="Throughput against concurrency", margin=_MARGIN,
-                         legend={"orientation": "h", "y": -0.2})
+    figure.update_layout(title="Throughput against concurrency", margin=_MARGIN, legend={"orientation": "h", "y": -0.2})
     return figure
 
 
@@ -113,15 +134,25 @@ def level_rows(result: RunResult) -> list[dict[str, Any]]:
     """One row per level, ready for a table: counts, throughput, latency percentiles, SLO."""
     rows = []
     for lv in sorted(result.levels, key=lambda lv: lv.index):
-        rows.append({
-            "concurrency": lv.concurrency, "requests": lv.requests, "ok": lv.completed, "failed": lv.failed,
-            "output tok/s": _num(lv.output_tok_s), "req/s": _num(lv.req_s, 2),
-            "TTFT p50 ms": _num(lv.ttft_ms.p50), "TTFT p99 ms": _num(lv.ttft_ms.p99),
-            "TPOT p50 ms": _num(lv.tpot_ms.p50, 2), "TPOT p99 ms": _num(lv.tpot_ms.p99, 2),
-            "E2E p50 ms": _num(lv.e2e_ms.p50), "out tokens/req": _num(lv.output_tokens_per_request),
-            "SLO met": lv.slo.met, "why not": ", ".join(lv.slo.violations),
-            "errors": ", ".join(f"{kind} × {count}" for kind, count in sorted(lv.errors.items())),
-        })
+        rows.append(
+            {
+                "concurrency": lv.concurrency,
+                "requests": lv.requests,
+                "ok": lv.completed,
+                "failed": lv.failed,
+                "output tok/s": _num(lv.output_tok_s),
+                "req/s": _num(lv.req_s, 2),
+                "TTFT p50 ms": _num(lv.ttft_ms.p50),
+                "TTFT p99 ms": _num(lv.ttft_ms.p99),
+                "TPOT p50 ms": _num(lv.tpot_ms.p50, 2),
+                "TPOT p99 ms": _num(lv.tpot_ms.p99, 2),
+                "E2E p50 ms": _num(lv.e2e_ms.p50),
+                "out tokens/req": _num(lv.output_tokens_per_request),
+                "SLO met": lv.slo.met,
+                "why not": ", ".join(lv.slo.violations),
+                "errors": ", ".join(f"{kind} × {count}" for kind, count in sorted(lv.errors.items())),
+            }
+        )
     return rows
 
 
@@ -141,7 +172,14 @@ def error_rows(result: RunResult) -> list[dict[str, Any]]:
         if sample.error_kind is None or sample.level_index < 0:
             continue
         key = (sample.concurrency, str(sample.error_kind))
-        row = found.setdefault(key, {"concurrency": sample.concurrency, "error kind": str(sample.error_kind),
-                                     "requests": 0, "example": sample.error or ""})
+        row = found.setdefault(
+            key,
+            {
+                "concurrency": sample.concurrency,
+                "error kind": str(sample.error_kind),
+                "requests": 0,
+                "example": sample.error or "",
+            },
+        )
         row["requests"] += 1
     return [found[k] for k in sorted(found)]

@@ -49,34 +49,36 @@ class ProbeForm(BaseModel):
     shared_prefix_tokens: int = Field(
         default=1024, alias="prefix_tokens", ge=1, le=200_000, title="Shared prefix tokens"
     )
-    levels: tuple[Level, ...] = Field(
-        default=DEFAULT_CONCURRENCY, alias="levels", title="Concurrency levels"
-    )
+    levels: tuple[Level, ...] = Field(default=DEFAULT_CONCURRENCY, alias="levels", title="Concurrency levels")
     requests_per_level: int = Field(default=32, alias="requests", ge=1, le=100_000, title="Requests per level")
     max_tokens: int = Field(
         default=_HB.seed_benchmark.max_tokens, alias="max_tokens", ge=1, le=1_000_000, title="Max tokens"
     )
     warmup_requests: int = Field(default=0, alias="warmup", ge=0, le=10_000, title="Warm-up requests")
-    request_rate_rps: float | None = Field(
-        default=None, alias="rate", gt=0, le=100_000, title="Request rate (req/s)"
-    )
+    request_rate_rps: float | None = Field(default=None, alias="rate", gt=0, le=100_000, title="Request rate (req/s)")
     duration_s: float | None = Field(default=None, alias="duration", gt=0, le=86_400, title="Level duration (s)")
     temperature: float = Field(
         default=_HB.seed_benchmark.temperature, alias="temperature", ge=0, le=2, title="Temperature"
     )
     ignore_eos: bool = Field(default=False, alias="ignore_eos", title="Ignore EOS")
-    slo_ttft_p50_ms: float = Field(default=_SLO.ttft_p50_ms, alias="ttft_p50", gt=0, le=3_600_000,
-                                   title="SLO: TTFT p50 (ms)")
-    slo_ttft_p99_ms: float = Field(default=_SLO.ttft_p99_ms, alias="ttft_p99", gt=0, le=3_600_000,
-                                   title="SLO: TTFT p99 (ms)")
-    slo_tpot_p50_ms: float = Field(default=_SLO.tpot_p50_ms, alias="tpot_p50", gt=0, le=3_600_000,
-                                   title="SLO: TPOT p50 (ms)")
-    connect_timeout_s: float = Field(default=_TIMEOUTS.connect_s, alias="connect_timeout", gt=0, le=600,
-                                     title="Connect timeout (s)")
-    ttft_timeout_s: float = Field(default=_TIMEOUTS.ttft_s, alias="ttft_timeout", gt=0, le=3600,
-                                  title="First-token timeout (s)")
-    stall_timeout_s: float = Field(default=_TIMEOUTS.stall_s, alias="stall_timeout", gt=0, le=3600,
-                                   title="Stall timeout (s)")
+    slo_ttft_p50_ms: float = Field(
+        default=_SLO.ttft_p50_ms, alias="ttft_p50", gt=0, le=3_600_000, title="SLO: TTFT p50 (ms)"
+    )
+    slo_ttft_p99_ms: float = Field(
+        default=_SLO.ttft_p99_ms, alias="ttft_p99", gt=0, le=3_600_000, title="SLO: TTFT p99 (ms)"
+    )
+    slo_tpot_p50_ms: float = Field(
+        default=_SLO.tpot_p50_ms, alias="tpot_p50", gt=0, le=3_600_000, title="SLO: TPOT p50 (ms)"
+    )
+    connect_timeout_s: float = Field(
+        default=_TIMEOUTS.connect_s, alias="connect_timeout", gt=0, le=600, title="Connect timeout (s)"
+    )
+    ttft_timeout_s: float = Field(
+        default=_TIMEOUTS.ttft_s, alias="ttft_timeout", gt=0, le=3600, title="First-token timeout (s)"
+    )
+    stall_timeout_s: float = Field(
+        default=_TIMEOUTS.stall_s, alias="stall_timeout", gt=0, le=3600, title="Stall timeout (s)"
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -114,9 +116,13 @@ class ProbeForm(BaseModel):
     @property
     def slo(self) -> SloTargets:
         """The SLO targets of the form (per-request goodput thresholds follow the level targets)."""
-        return SloTargets(ttft_p50_ms=self.slo_ttft_p50_ms, ttft_p99_ms=self.slo_ttft_p99_ms,
-                          tpot_p50_ms=self.slo_tpot_p50_ms, request_ttft_ms=self.slo_ttft_p99_ms,
-                          request_tpot_ms=self.slo_tpot_p50_ms)
+        return SloTargets(
+            ttft_p50_ms=self.slo_ttft_p50_ms,
+            ttft_p99_ms=self.slo_ttft_p99_ms,
+            tpot_p50_ms=self.slo_tpot_p50_ms,
+            request_ttft_ms=self.slo_ttft_p99_ms,
+            request_tpot_ms=self.slo_tpot_p50_ms,
+        )
 
     @property
     def timeouts(self) -> Timeouts:
@@ -129,13 +135,25 @@ class ProbeForm(BaseModel):
             raise ProbeSettingsError("pick a model: type its name, or press 'Test connection' to list the served ones")
         try:
             return RunSettings(
-                base_url=self.base_url, api_key=SecretStr(api_key) if api_key else None, model=self.model,
+                base_url=self.base_url,
+                api_key=SecretStr(api_key) if api_key else None,
+                model=self.model,
                 label=self.label,
-                api=self.api, workload=self.workload, input_tokens=self.input_tokens,
-                shared_prefix_tokens=self.shared_prefix_tokens, prompt_file=prompt_file, concurrency=self.levels,
-                requests_per_level=self.requests_per_level, warmup_requests=self.warmup_requests,
-                request_rate_rps=self.request_rate_rps, duration_s=self.duration_s, max_tokens=self.max_tokens,
-                temperature=self.temperature, ignore_eos=self.ignore_eos, slo=self.slo, timeouts=self.timeouts,
+                api=self.api,
+                workload=self.workload,
+                input_tokens=self.input_tokens,
+                shared_prefix_tokens=self.shared_prefix_tokens,
+                prompt_file=prompt_file,
+                concurrency=self.levels,
+                requests_per_level=self.requests_per_level,
+                warmup_requests=self.warmup_requests,
+                request_rate_rps=self.request_rate_rps,
+                duration_s=self.duration_s,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                ignore_eos=self.ignore_eos,
+                slo=self.slo,
+                timeouts=self.timeouts,
             )
         except ValidationError as exc:
             reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())

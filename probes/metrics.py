@@ -25,8 +25,13 @@ def stats(values: Sequence[float]) -> Stats:
         return Stats()
     ordered = sorted(values)
     return Stats(
-        count=len(ordered), mean=sum(ordered) / len(ordered), p50=percentile(ordered, 50),
-        p90=percentile(ordered, 90), p99=percentile(ordered, 99), min=ordered[0], max=ordered[-1],
+        count=len(ordered),
+        mean=sum(ordered) / len(ordered),
+        p50=percentile(ordered, 50),
+        p90=percentile(ordered, 90),
+        p99=percentile(ordered, 99),
+        min=ordered[0],
+        max=ordered[-1],
     )
 
 
@@ -39,8 +44,9 @@ def request_is_good(sample: RequestSample, slo: SloTargets) -> bool:
     return sample.tpot_ms is None or sample.tpot_ms <= slo.request_tpot_ms
 
 
-def slo_outcome(samples: Sequence[RequestSample], ttft: Stats, tpot: Stats, duration_s: float,
-                slo: SloTargets) -> SloOutcome:
+def slo_outcome(
+    samples: Sequence[RequestSample], ttft: Stats, tpot: Stats, duration_s: float, slo: SloTargets
+) -> SloOutcome:
     """Percentile targets and failure ratio decide `met`; attainment and goodput count good requests."""
     violations: list[str] = []
     sent = len(samples)
@@ -60,14 +66,25 @@ def slo_outcome(samples: Sequence[RequestSample], ttft: Stats, tpot: Stats, dura
         violations.append(f"{failed} of {sent} requests failed (over {slo.max_failed_ratio:.0%})")
     good = sum(1 for s in samples if request_is_good(s, slo))
     return SloOutcome(
-        met=not violations, attainment_ratio=good / sent,
-        goodput_req_s=good / duration_s if duration_s > 0 else None, violations=violations,
+        met=not violations,
+        attainment_ratio=good / sent,
+        goodput_req_s=good / duration_s if duration_s > 0 else None,
+        violations=violations,
     )
 
 
-def summarize_level(index: int, concurrency: int, samples: Sequence[RequestSample], *, started_at: datetime,
-                    finished_at: datetime, duration_s: float, slo: SloTargets, request_rate_rps: float | None = None,
-                    server_metrics: ServerMetrics | None = None) -> LevelResult:
+def summarize_level(
+    index: int,
+    concurrency: int,
+    samples: Sequence[RequestSample],
+    *,
+    started_at: datetime,
+    finished_at: datetime,
+    duration_s: float,
+    slo: SloTargets,
+    request_rate_rps: float | None = None,
+    server_metrics: ServerMetrics | None = None,
+) -> LevelResult:
     """One level's result from its samples; rates are over the level's wall time (first send to last end)."""
     counted = [s for s in samples if s.error_kind != ErrorKind.CANCELLED]
     ok = [s for s in counted if s.ok]
@@ -83,15 +100,30 @@ def summarize_level(index: int, concurrency: int, samples: Sequence[RequestSampl
     with_input = [s.input_tokens for s in ok if s.input_tokens is not None]
     rate = (lambda x: x / duration_s) if duration_s > 0 else (lambda _x: None)
     return LevelResult(
-        index=index, concurrency=concurrency, request_rate_rps=request_rate_rps, started_at=started_at,
-        finished_at=finished_at, duration_s=duration_s, requests=len(counted), completed=len(ok),
-        failed=len(counted) - len(ok), errors=dict(sorted(errors.items())), input_tokens=input_tokens,
+        index=index,
+        concurrency=concurrency,
+        request_rate_rps=request_rate_rps,
+        started_at=started_at,
+        finished_at=finished_at,
+        duration_s=duration_s,
+        requests=len(counted),
+        completed=len(ok),
+        failed=len(counted) - len(ok),
+        errors=dict(sorted(errors.items())),
+        input_tokens=input_tokens,
         output_tokens=output_tokens,
         input_tokens_per_request=sum(with_input) / len(with_input) if with_input else None,
-        output_tokens_per_request=output_tokens / len(ok) if ok else None, token_source=source,
-        req_s=rate(len(ok)), output_tok_s=rate(output_tokens), total_tok_s=rate(input_tokens + output_tokens),
-        ttft_ms=ttft, tpot_ms=tpot, itl_ms=itl, e2e_ms=e2e,
-        slo=slo_outcome(counted, ttft, tpot, duration_s, slo), server_metrics=server_metrics,
+        output_tokens_per_request=output_tokens / len(ok) if ok else None,
+        token_source=source,
+        req_s=rate(len(ok)),
+        output_tok_s=rate(output_tokens),
+        total_tok_s=rate(input_tokens + output_tokens),
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        itl_ms=itl,
+        e2e_ms=e2e,
+        slo=slo_outcome(counted, ttft, tpot, duration_s, slo),
+        server_metrics=server_metrics,
     )
 
 

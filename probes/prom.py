@@ -15,8 +15,11 @@ WATCHED: dict[str, tuple[str, ...]] = {
     "waiting_requests": ("vllm:num_requests_waiting", "sglang:num_queue_reqs"),
     "running_requests": ("vllm:num_requests_running", "sglang:num_running_reqs"),
     "kv_cache_usage_ratio": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
-    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries",
-                             "vllm:gpu_prefix_cache_queries_total"),
+    "prefix_cache_queries": (
+        "vllm:prefix_cache_queries_total",
+        "vllm:prefix_cache_queries",
+        "vllm:gpu_prefix_cache_queries_total",
+    ),
     "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits_total"),
     "prefix_cache_hit_ratio": ("vllm:gpu_prefix_cache_hit_rate", "sglang:cache_hit_rate"),
     "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_draft_tokens"),
@@ -90,6 +93,7 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 
 def server_metrics(before: dict[str, float], after: dict[str, float], family: str) -> ServerMetrics:
     """Before/after values and the ratios of the counters' deltas over the level."""
+
     def delta(key: str) -> float | None:
         if key in before and key in after:
             return after[key] - before[key]
@@ -101,5 +105,6 @@ def server_metrics(before: dict[str, float], after: dict[str, float], family: st
     spec = _ratio(delta("spec_accepted_tokens"), delta("spec_draft_tokens"))
     if spec is None:
         spec = after.get("spec_acceptance_ratio")
-    return ServerMetrics(source=family, before=before, after=after, prefix_cache_hit_ratio=prefix,
-                         spec_decode_acceptance_ratio=spec)
+    return ServerMetrics(
+        source=family, before=before, after=after, prefix_cache_hit_ratio=prefix, spec_decode_acceptance_ratio=spec
+    )

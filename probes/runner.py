@@ -80,8 +80,9 @@ async def _preflight(client: AsyncOpenAI, settings: RunSettings) -> str | None:
     It goes through the SDK (GET /models), which also pays the SDK's one-time set-up before anything is timed.
     """
     try:
-        response = await asyncio.wait_for(client.models.with_raw_response.list(),
-                                          settings.timeouts.connect_s + settings.timeouts.ttft_s)
+        response = await asyncio.wait_for(
+            client.models.with_raw_response.list(), settings.timeouts.connect_s + settings.timeouts.ttft_s
+        )
         await response.http_response.aclose()
     except (openai.APIConnectionError, httpx2.HTTPError, OSError) as exc:
         kind, message = classify_error(exc)
@@ -95,9 +96,21 @@ async def _preflight(client: AsyncOpenAI, settings: RunSettings) -> str | None:
 class _Level:
     """One level's dispatch: at most `concurrency` in flight, optionally Poisson arrivals, optionally time-bounded."""
 
-    def __init__(self, client: AsyncOpenAI, settings: RunSettings, prompts: list[Prompt], index: int,
-                 concurrency: int, count: int, clock: Clock, on_sample: SampleSink | None, progress: Progress,
-                 counted: bool = True, prompt_offset: int = 0, lean: LeanTransport | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        settings: RunSettings,
+        prompts: list[Prompt],
+        index: int,
+        concurrency: int,
+        count: int,
+        clock: Clock,
+        on_sample: SampleSink | None,
+        progress: Progress,
+        counted: bool = True,
+        prompt_offset: int = 0,
+        lean: LeanTransport | None = None,
+    ) -> None:
         self.client = client
         self.lean = lean
         self.bodies: dict[int, bytes] = {}
@@ -128,9 +141,17 @@ class _Level:
 
     async def _one(self, i: int) -> None:
         k = (self.prompt_offset + i) % len(self.prompts)
-        sample = await send_request(self.client, self.settings, self.prompts[k], level_index=self.index,
-                                    concurrency=self.concurrency, index=i, level_start_s=self.start_s,
-                                    clock=self.clock, body=self.bodies.get(k))
+        sample = await send_request(
+            self.client,
+            self.settings,
+            self.prompts[k],
+            level_index=self.index,
+            concurrency=self.concurrency,
+            index=i,
+            level_start_s=self.start_s,
+            clock=self.clock,
+            body=self.bodies.get(k),
+        )
         self.end_s = self.clock()
         self.samples.append(sample)
         if self.counted:
@@ -171,9 +192,16 @@ class _Level:
             raise
 
 
-async def run_probe(settings: RunSettings, *, on_sample: SampleSink | None = None, on_level: LevelSink | None = None,
-                    progress: Progress | None = None, transport: httpx2.AsyncBaseTransport | None = None,
-                    clock: Clock = time.perf_counter, limits: Settings | None = None) -> RunResult:
+async def run_probe(
+    settings: RunSettings,
+    *,
+    on_sample: SampleSink | None = None,
+    on_level: LevelSink | None = None,
+    progress: Progress | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    clock: Clock = time.perf_counter,
+    limits: Settings | None = None,
+) -> RunResult:
     """Run the sweep and return its result.
 
     Refused settings raise ProbeSettingsError and an unreadable workload WorkloadError, before anything is sent.
@@ -184,8 +212,9 @@ async def run_probe(settings: RunSettings, *, on_sample: SampleSink | None = Non
     check_run_settings(settings, limits)
     prompts = build_prompts(settings, settings.requests_per_level)
     progress = progress or Progress()
-    progress.update(levels_total=len(settings.concurrency), requests_per_level=settings.requests_per_level,
-                    phase="connecting")
+    progress.update(
+        levels_total=len(settings.concurrency), requests_per_level=settings.requests_per_level, phase="connecting"
+    )
     started_at = datetime.now(UTC)
     lean = None
     if transport is None:
@@ -215,15 +244,38 @@ async def run_probe(settings: RunSettings, *, on_sample: SampleSink | None = Non
 
             if settings.warmup_requests:
                 progress.update(phase="warmup")
-                warm = _Level(client, settings, prompts, -1, min(settings.warmup_requests, max(settings.concurrency)),
-                              settings.warmup_requests, clock, None, progress, counted=False, lean=lean)
+                warm = _Level(
+                    client,
+                    settings,
+                    prompts,
+                    -1,
+                    min(settings.warmup_requests, max(settings.concurrency)),
+                    settings.warmup_requests,
+                    clock,
+                    None,
+                    progress,
+                    counted=False,
+                    lean=lean,
+                )
                 await warm.run()
             for index, concurrency in enumerate(settings.concurrency):
-                progress.update(phase="level", level_index=index, concurrency=concurrency, sent=0, finished=0, ok=0,
-                                failed=0)
+                progress.update(
+                    phase="level", level_index=index, concurrency=concurrency, sent=0, finished=0, ok=0, failed=0
+                )
                 before = await scrape_now()
-                level = _Level(client, settings, prompts, index, concurrency, settings.requests_per_level, clock,
-                               on_sample, progress, prompt_offset=index * settings.requests_per_level, lean=lean)
+                level = _Level(
+                    client,
+                    settings,
+                    prompts,
+                    index,
+                    concurrency,
+                    settings.requests_per_level,
+                    clock,
+                    on_sample,
+                    progress,
+                    prompt_offset=index * settings.requests_per_level,
+                    lean=lean,
+                )
                 level_started = datetime.now(UTC)
                 cancelled = False
                 try:
@@ -240,9 +292,15 @@ async def run_probe(settings: RunSettings, *, on_sample: SampleSink | None = Non
                 samples.extend(level.samples)
                 if level.samples:
                     result = summarize_level(
-                        index, concurrency, level.samples, started_at=level_started, finished_at=datetime.now(UTC),
-                        duration_s=max(0.0, level.end_s - level.start_s), slo=settings.slo,
-                        request_rate_rps=settings.request_rate_rps, server_metrics=metrics,
+                        index,
+                        concurrency,
+                        level.samples,
+                        started_at=level_started,
+                        finished_at=datetime.now(UTC),
+                        duration_s=max(0.0, level.end_s - level.start_s),
+                        slo=settings.slo,
+                        request_rate_rps=settings.request_rate_rps,
+                        server_metrics=metrics,
                     )
                     levels.append(result)
                     with progress._lock:
@@ -263,9 +321,16 @@ async def run_probe(settings: RunSettings, *, on_sample: SampleSink | None = Non
         await close_quietly(client)
     progress.update(status=status, phase="finished", message=error)
     return RunResult(
-        endpoint=settings.endpoint, model=settings.model, settings=settings, status=status, error=error,
-        started_at=started_at, finished_at=datetime.now(UTC),
-        best_concurrency_within_slo=best_concurrency_within_slo(levels), levels=levels, samples=samples,
+        endpoint=settings.endpoint,
+        model=settings.model,
+        settings=settings,
+        status=status,
+        error=error,
+        started_at=started_at,
+        finished_at=datetime.now(UTC),
+        best_concurrency_within_slo=best_concurrency_within_slo(levels),
+        levels=levels,
+        samples=samples,
     )
 
 

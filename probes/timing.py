@@ -111,7 +111,15 @@ def account(trace: StreamTrace, ok: bool) -> Accounting:
     if ok and ttft_ms is not None and e2e_ms is not None and output_tokens is not None and output_tokens > 1:
         tpot_ms = (e2e_ms - ttft_ms) / (output_tokens - 1)
     return Accounting(
-        ttft_ms=ttft_ms, first_content_ms=first_content_ms, reasoning_ms=reasoning_ms, e2e_ms=e2e_ms, tpot_ms=tpot_ms,
-        itl_ms=itl_ms, chunk_ms=chunk_ms, chunk_tokens=counts, output_tokens=output_tokens,
-        reasoning_tokens=reasoning_tokens, token_source=source,
+        ttft_ms=ttft_ms,
+        first_content_ms=first_content_ms,
+        reasoning_ms=reasoning_ms,
+        e2e_ms=e2e_ms,
+        tpot_ms=tpot_ms,
+        itl_ms=itl_ms,
+        chunk_ms=chunk_ms,
+        chunk_tokens=counts,
+        output_tokens=output_tokens,
+        reasoning_tokens=reasoning_tokens,
+        token_source=source,
     )

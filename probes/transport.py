@@ -111,7 +111,8 @@ class _Proto(asyncio.Protocol):
                 self.lost_exc = httpx2.RemoteProtocolError("Server disconnected without sending a response.")
             else:
                 self.lost_exc = httpx2.RemoteProtocolError(
-                    "peer closed connection without sending complete message body")
+                    "peer closed connection without sending complete message body"
+                )
         self._wake()
 
     # -- parsing -----------------------------------------------------------------------------------------------
@@ -311,8 +312,7 @@ class _SockTransport:
         return self._sock if name == "socket" else default
 
 
-async def _open_plain(loop: asyncio.AbstractEventLoop, host: str, port: int, proto: _Proto,
-                      kernel_ts: bool) -> None:
+async def _open_plain(loop: asyncio.AbstractEventLoop, host: str, port: int, proto: _Proto, kernel_ts: bool) -> None:
     """Connect a non-blocking TCP socket (first address that answers) and attach a _SockTransport to proto."""
     try:
         ip = ipaddress.ip_address(host.strip("[]"))
@@ -455,8 +455,9 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         loop = asyncio.get_running_loop()
         try:
             if scheme == "https":
-                connect = loop.create_connection(lambda: _Proto(self._clock), host, port, ssl=self._ssl_context(),
-                                                 server_hostname=host)
+                connect = loop.create_connection(
+                    lambda: _Proto(self._clock), host, port, ssl=self._ssl_context(), server_hostname=host
+                )
                 _, proto = await asyncio.wait_for(connect, timeout_s)
             else:
                 proto = _Proto(self._clock)
@@ -509,8 +510,12 @@ class LeanTransport(httpx2.AsyncBaseTransport):
                 raise
             status, headers, version = proto.head
             stream = TimedStream(self, key, proto)
-            return httpx2.Response(status_code=status, headers=headers, stream=stream,
-                                   extensions={"http_version": version, TIMED_STREAM: stream})
+            return httpx2.Response(
+                status_code=status,
+                headers=headers,
+                stream=stream,
+                extensions={"http_version": version, TIMED_STREAM: stream},
+            )
         raise httpx2.RemoteProtocolError("unreachable")  # pragma: no cover
 
     async def warm(self, url: str, count: int, timeout_s: float | None = None) -> int:
@@ -527,8 +532,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         missing = count - len(idle)
         if missing <= 0:
             return 0
-        opened = await asyncio.gather(*(self._connect(key, timeout_s) for _ in range(missing)),
-                                      return_exceptions=True)
+        opened = await asyncio.gather(*(self._connect(key, timeout_s) for _ in range(missing)), return_exceptions=True)
         good = [p for p in opened if isinstance(p, _Proto)]
         idle.extend(good)
         if good:

@@ -25,10 +25,18 @@ class ProbeRun:
     (a database write) does not distort the timings. on_heartbeat runs there when no sample came for heartbeat_s.
     """
 
-    def __init__(self, settings: RunSettings, *, on_sample: Callable[[RequestSample], None] | None = None,
-                 on_level: Callable[[LevelResult], None] | None = None, on_finish: FinishSink | None = None,
-                 on_heartbeat: Callable[[], None] | None = None, heartbeat_s: float = 5.0,
-                 transport: httpx2.AsyncBaseTransport | None = None, limits: Settings | None = None) -> None:
+    def __init__(
+        self,
+        settings: RunSettings,
+        *,
+        on_sample: Callable[[RequestSample], None] | None = None,
+        on_level: Callable[[LevelResult], None] | None = None,
+        on_finish: FinishSink | None = None,
+        on_heartbeat: Callable[[], None] | None = None,
+        heartbeat_s: float = 5.0,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        limits: Settings | None = None,
+    ) -> None:
         self.settings = settings
         self._on_sample = on_sample
         self._on_level = on_level
@@ -52,8 +60,10 @@ class ProbeRun:
         """Check the settings here (ProbeSettingsError, WorkloadError raise in the caller), then start the threads."""
         check_run_settings(self.settings, self._limits)
         build_prompts(self.settings, self.settings.requests_per_level)
-        self._threads = [threading.Thread(target=self._work, name="probe-run", daemon=True),
-                         threading.Thread(target=self._sink, name="probe-sink", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._work, name="probe-run", daemon=True),
+            threading.Thread(target=self._sink, name="probe-sink", daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
         return self
@@ -90,14 +100,18 @@ class ProbeRun:
         loop = asyncio.new_event_loop()
         self._loop = loop
         try:
+
             async def main() -> RunResult:
                 self._task = asyncio.current_task()  # type: ignore[assignment]
                 if self._cancel_requested.is_set():
                     raise asyncio.CancelledError
                 return await run_probe(
-                    self.settings, on_sample=lambda s: self._queue.put(("sample", s)),
-                    on_level=lambda lv: self._queue.put(("level", lv)), progress=self._progress,
-                    transport=self._transport, limits=self._limits,
+                    self.settings,
+                    on_sample=lambda s: self._queue.put(("sample", s)),
+                    on_level=lambda lv: self._queue.put(("level", lv)),
+                    progress=self._progress,
+                    transport=self._transport,
+                    limits=self._limits,
                 )
 
             self._result = loop.run_until_complete(main())

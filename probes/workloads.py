@@ -44,21 +44,111 @@ CODE_JSON_PROMPTS = (
 )
 
 SHARED_PREFIX_QUESTIONS = (
-    "What does the policy say about refunds?", "Summarise section 3 in two sentences.",
-    "Which rule applies to weekend shifts?", "List every deadline mentioned.",
-    "Who approves exceptions?", "What happens when a rule is broken twice?",
-    "Give one example of an allowed request.", "Which terms are defined in the glossary?",
+    "What does the policy say about refunds?",
+    "Summarise section 3 in two sentences.",
+    "Which rule applies to weekend shifts?",
+    "List every deadline mentioned.",
+    "Who approves exceptions?",
+    "What happens when a rule is broken twice?",
+    "Give one example of an allowed request.",
+    "Which terms are defined in the glossary?",
 )
 
 # Short, common English words: close to one token each in most tokenizers.
 VOCABULARY = (
-    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his",
-    "her", "an", "be", "this", "are", "or", "had", "not", "but", "which", "have", "one", "you", "were", "all", "we",
-    "when", "there", "can", "more", "if", "no", "out", "so", "said", "what", "up", "its", "about", "into", "than",
-    "them", "only", "other", "new", "some", "could", "time", "these", "two", "may", "then", "do", "first", "any",
-    "my", "now", "such", "like", "our", "over", "man", "me", "even", "most", "made", "after", "also", "did", "many",
-    "before", "must", "through", "back", "years", "where", "much", "your", "way", "well", "down", "should",
-    "because", "each", "just", "those", "people",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "his",
+    "her",
+    "an",
+    "be",
+    "this",
+    "are",
+    "or",
+    "had",
+    "not",
+    "but",
+    "which",
+    "have",
+    "one",
+    "you",
+    "were",
+    "all",
+    "we",
+    "when",
+    "there",
+    "can",
+    "more",
+    "if",
+    "no",
+    "out",
+    "so",
+    "said",
+    "what",
+    "up",
+    "its",
+    "about",
+    "into",
+    "than",
+    "them",
+    "only",
+    "other",
+    "new",
+    "some",
+    "could",
+    "time",
+    "these",
+    "two",
+    "may",
+    "then",
+    "do",
+    "first",
+    "any",
+    "my",
+    "now",
+    "such",
+    "like",
+    "our",
+    "over",
+    "man",
+    "me",
+    "even",
+    "most",
+    "made",
+    "after",
+    "also",
+    "did",
+    "many",
+    "before",
+    "must",
+    "through",
+    "back",
+    "years",
+    "where",
+    "much",
+    "your",
+    "way",
+    "well",
+    "down",
+    "should",
+    "because",
+    "each",
+    "just",
+    "those",
+    "people",
 )
 
 
@@ -95,8 +185,7 @@ def shared_prefix_prompts(prefix_tokens: int, count: int, seed: int) -> list[Pro
     """One long shared system prompt, varied questions: the prefix cache should cut TTFT after the first."""
     rng = random.Random(seed)
     system = "You answer questions about this policy document.\n\n" + _words(rng, prefix_tokens)
-    return [Prompt(f"{SHARED_PREFIX_QUESTIONS[i % len(SHARED_PREFIX_QUESTIONS)]} (#{i})", system)
-            for i in range(count)]
+    return [Prompt(f"{SHARED_PREFIX_QUESTIONS[i % len(SHARED_PREFIX_QUESTIONS)]} (#{i})", system) for i in range(count)]
 
 
 def file_prompts(path: str) -> list[Prompt]:
@@ -131,12 +220,13 @@ def _row_prompt(row: object, name: str, number: int) -> Prompt:
             return Prompt(row["prompt"], system if isinstance(system, str) and system else None)
         messages = row.get("messages")
         if isinstance(messages, list) and messages:
-            system = next((m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "system"),
-                          None)
+            system = next(
+                (m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "system"), None
+            )
             users = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") != "system"]
             if users and all(isinstance(u, str) for u in users):
                 return Prompt("\n\n".join(users), system if isinstance(system, str) else None)
-    raise WorkloadError(f"{name} line {number}: expected {{\"prompt\": \"...\"}} or {{\"messages\": [...]}}")
+    raise WorkloadError(f'{name} line {number}: expected {{"prompt": "..."}} or {{"messages": [...]}}')
 
 
 def build_prompts(settings: RunSettings, count: int) -> list[Prompt]:

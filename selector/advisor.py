@@ -657,8 +657,9 @@ class _Advisor:
         block = paging.block_tokens
         used = math.ceil(self.context * paging.example_fill / block) * block
         paged = int(full_context_sequences * self.context / used)
-        reason = paging.reason.format(context=self.context, block=block, used=used, paged=paged,
-                                      full=full_context_sequences)
+        reason = paging.reason.format(
+            context=self.context, block=block, used=used, paged=paged, full=full_context_sequences
+        )
         self.decide("kv_paging", f"paged, {block}-token blocks", "kv.paged", reason, paging.source)
 
     def _caching_decisions(self, engine: Engine) -> None:

@@ -49,8 +49,19 @@ def running_app(
     """
     port = port or free_port()
     env = {**os.environ, "DATABASE_URL": database_url, **(extra_env or {})}
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+    ]
     log = open(log_path, "ab") if log_path else tempfile.TemporaryFile()  # noqa: SIM115
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -15,8 +15,10 @@ from ui.resources import get_engine
 from ui.text import escape_markdown
 
 STATUS_ICONS = {
-    RunStatus.COMPLETED: ":material/check_circle:", RunStatus.CANCELLED: ":material/stop_circle:",
-    RunStatus.FAILED: ":material/error:", RunStatus.INTERRUPTED: ":material/warning:",
+    RunStatus.COMPLETED: ":material/check_circle:",
+    RunStatus.CANCELLED: ":material/stop_circle:",
+    RunStatus.FAILED: ":material/error:",
+    RunStatus.INTERRUPTED: ":material/warning:",
     RunStatus.RUNNING: ":material/pending:",
 }
 
@@ -53,12 +55,24 @@ def headline(result: RunResult) -> None:
         help="The highest level whose TTFT p50, TTFT p99, TPOT p50 and failure share met the targets.",
     )
     at = f" at concurrency {shown.concurrency}" if shown else ""
-    cols[1].metric("Output tokens/s", _fmt(shown.output_tok_s if shown else None), border=True,
-                   help=f"Output tokens over the level's wall time{at}.")
-    cols[2].metric("TTFT p50", _fmt(shown.ttft_ms.p50 if shown else None, " ms"), border=True,
-                   help=f"Time to first token, median{at}.")
-    cols[3].metric("TPOT p50", _fmt(shown.tpot_ms.p50 if shown else None, " ms", 2), border=True,
-                   help=f"Time per output token after the first, median{at}.")
+    cols[1].metric(
+        "Output tokens/s",
+        _fmt(shown.output_tok_s if shown else None),
+        border=True,
+        help=f"Output tokens over the level's wall time{at}.",
+    )
+    cols[2].metric(
+        "TTFT p50",
+        _fmt(shown.ttft_ms.p50 if shown else None, " ms"),
+        border=True,
+        help=f"Time to first token, median{at}.",
+    )
+    cols[3].metric(
+        "TPOT p50",
+        _fmt(shown.tpot_ms.p50 if shown else None, " ms", 2),
+        border=True,
+        help=f"Time per output token after the first, median{at}.",
+    )
     sentence = scaling_sentence(result)
     if sentence:
         st.caption(sentence)
@@ -81,15 +95,17 @@ def cost_this(result: RunResult, key: str) -> None:
         return f"concurrency {concurrency}: {level.output_tok_s:,.1f} tok/s{mark}"
 
     left, right = st.columns([2, 1], vertical_alignment="bottom")
-    chosen = left.selectbox("Level to cost", options, key=key, format_func=label,
-                            help="By default the highest concurrency within SLO.")
+    chosen = left.selectbox(
+        "Level to cost", options, key=key, format_func=label, help="By default the highest concurrency within SLO."
+    )
     level = next(lv for lv in levels if lv.concurrency == chosen)
     params = cost_params(level)
     right.page_link("pages/tco.py", label="Cost this", icon=":material/payments:", query_params=params)
     if result.best_concurrency_within_slo is None:
         st.caption("No level met the SLO; the default is the level with the highest throughput.")
     st.caption(
-        "Opens the cost calculator with " + ", ".join(f"`{k}={v}`" for k, v in params.items())
+        "Opens the cost calculator with "
+        + ", ".join(f"`{k}={v}`" for k, v in params.items())
         + " (throughput of this endpoint as one replica)."
     )
 
@@ -151,16 +167,33 @@ def downloads(result: RunResult, key: str) -> None:
     """Export buttons: the JSON file (the CLI's schema), levels CSV and requests CSV; built on click."""
     stem = f"probe-{(result.run_id or 'run')[:12]}"
     cols = st.columns(3)
-    cols[0].download_button("Download JSON", lambda: result_json(full_run(result)), file_name=f"{stem}.json",
-                            mime="application/json", key=f"{key}.export.json", on_click="ignore",
-                            icon=":material/download:")
-    cols[1].download_button("Download levels CSV", lambda: levels_csv(full_run(result)), file_name=f"{stem}-levels.csv",
-                            mime="text/csv", key=f"{key}.export.levels", on_click="ignore",
-                            icon=":material/download:")
-    cols[2].download_button("Download requests CSV", lambda: samples_csv(full_run(result)),
-                            file_name=f"{stem}-requests.csv",
-                            mime="text/csv", key=f"{key}.export.requests", on_click="ignore",
-                            icon=":material/download:")
+    cols[0].download_button(
+        "Download JSON",
+        lambda: result_json(full_run(result)),
+        file_name=f"{stem}.json",
+        mime="application/json",
+        key=f"{key}.export.json",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+    cols[1].download_button(
+        "Download levels CSV",
+        lambda: levels_csv(full_run(result)),
+        file_name=f"{stem}-levels.csv",
+        mime="text/csv",
+        key=f"{key}.export.levels",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+    cols[2].download_button(
+        "Download requests CSV",
+        lambda: samples_csv(full_run(result)),
+        file_name=f"{stem}-requests.csv",
+        mime="text/csv",
+        key=f"{key}.export.requests",
+        on_click="ignore",
+        icon=":material/download:",
+    )
 
 
 def title_text(result: RunResult) -> str:

@@ -18,11 +18,26 @@ def test_killed_probe_process_is_marked_interrupted_with_its_samples(tmp_path) -
     init_db(engine)
     with serve_in_thread() as server:
         # 40 requests of ~0.3 s each at concurrency 2: about 6 s in all; killed after some have finished.
-        cmd = [sys.executable, "-m", "probes", "--base-url", server.base_url,
-               "--model", "fake:ttft_ms=20,tpot_ms=10,tokens=30", "--concurrency", "2", "--requests", "40",
-               "--max-tokens", "30", "--output", str(tmp_path / "run.json")]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "DATABASE_URL": url},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd = [
+            sys.executable,
+            "-m",
+            "probes",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake:ttft_ms=20,tpot_ms=10,tokens=30",
+            "--concurrency",
+            "2",
+            "--requests",
+            "40",
+            "--max-tokens",
+            "30",
+            "--output",
+            str(tmp_path / "run.json"),
+        ]
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env={**os.environ, "DATABASE_URL": url}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + 30
         run_id = None
         while time.monotonic() < deadline:
@@ -50,11 +65,26 @@ def test_a_live_probe_is_not_marked_interrupted(tmp_path) -> None:
     engine = make_engine(url)
     init_db(engine)
     with serve_in_thread() as server:
-        cmd = [sys.executable, "-m", "probes", "--base-url", server.base_url,
-               "--model", "fake:ttft_ms=20,tpot_ms=20,tokens=40", "--concurrency", "1", "--requests", "30",
-               "--max-tokens", "40", "--output", str(tmp_path / "run.json")]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "DATABASE_URL": url},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd = [
+            sys.executable,
+            "-m",
+            "probes",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake:ttft_ms=20,tpot_ms=20,tokens=40",
+            "--concurrency",
+            "1",
+            "--requests",
+            "30",
+            "--max-tokens",
+            "40",
+            "--output",
+            str(tmp_path / "run.json"),
+        ]
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env={**os.environ, "DATABASE_URL": url}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and not list_runs(engine):

@@ -36,17 +36,28 @@ def engine_for(url: str) -> Engine:
 
 
 def settings(base_url: str = "http://user:pw@127.0.0.1:9/v1?token=abc", **changes) -> RunSettings:
-    return RunSettings(base_url=base_url, model="fake", api_key=KEY, concurrency=(1, 2), requests_per_level=3,
-                       **changes)
+    return RunSettings(
+        base_url=base_url, model="fake", api_key=KEY, concurrency=(1, 2), requests_per_level=3, **changes
+    )
 
 
 def sample(level: int, index: int, ttft: float = 50.0, kind: ErrorKind | None = None) -> RequestSample:
     ok = kind is None
-    return RequestSample(level_index=level, concurrency=level + 1, index=index, start_s=0.01 * index, ttft_ms=ttft,
-                         tpot_ms=5.0 if ok else None, e2e_ms=ttft + 100, chunk_ms=[ttft, ttft + 5],
-                         input_tokens=10 if ok else None, output_tokens=20 if ok else None,
-                         token_source=TokenSource.USAGE if ok else None, error_kind=kind,
-                         error="failed" if kind else None)
+    return RequestSample(
+        level_index=level,
+        concurrency=level + 1,
+        index=index,
+        start_s=0.01 * index,
+        ttft_ms=ttft,
+        tpot_ms=5.0 if ok else None,
+        e2e_ms=ttft + 100,
+        chunk_ms=[ttft, ttft + 5],
+        input_tokens=10 if ok else None,
+        output_tokens=20 if ok else None,
+        token_source=TokenSource.USAGE if ok else None,
+        error_kind=kind,
+        error="failed" if kind else None,
+    )
 
 
 def all_stored_text(engine: Engine) -> str:
@@ -62,13 +73,19 @@ def test_a_real_run_is_stored_as_it_goes_and_loads_back(any_database_url: str) -
     with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=4), api_key=KEY) as server:
         run_settings = settings(server.base_url)
         recorder = RunRecorder(engine, run_settings)
-        probe = ProbeRun(run_settings, on_sample=recorder.on_sample, on_level=recorder.on_level,
-                         on_heartbeat=recorder.on_heartbeat, on_finish=recorder.on_finish).start()
+        probe = ProbeRun(
+            run_settings,
+            on_sample=recorder.on_sample,
+            on_level=recorder.on_level,
+            on_heartbeat=recorder.on_heartbeat,
+            on_finish=recorder.on_finish,
+        ).start()
         assert probe.wait(20)
     result = probe.result()
     assert result.status == RunStatus.COMPLETED and not probe.sink_errors
     stored = get_run(engine, recorder.run_id)
     assert stored.run_id == recorder.run_id and stored.status == RunStatus.COMPLETED
+
     def order(samples: list) -> list:
         return sorted(samples, key=lambda sample: (sample.level_index, sample.index))
 
@@ -118,8 +135,10 @@ def test_a_run_whose_process_died_is_marked_interrupted_with_its_samples_kept(an
     add_sample(engine, dead, sample(0, 1))
     later = datetime.now(UTC) + timedelta(seconds=300)
     with engine.begin() as connection:  # the dead one's last heartbeat was long ago
-        connection.execute(text("UPDATE probe_runs SET heartbeat_at = :t WHERE id = :id"),
-                           {"t": datetime.now(UTC) - timedelta(seconds=600), "id": dead})
+        connection.execute(
+            text("UPDATE probe_runs SET heartbeat_at = :t WHERE id = :id"),
+            {"t": datetime.now(UTC) - timedelta(seconds=600), "id": dead},
+        )
     heartbeat(engine, alive)
     assert recover_interrupted_runs(engine, stale_after_s=120) == 1
     assert recover_interrupted_runs(engine, stale_after_s=120) == 0  # idempotent
@@ -153,13 +172,19 @@ def test_opening_a_run_without_samples_gives_the_same_levels_and_counts_in_sql(d
     engine = make_engine(database_url)
     init_db(engine)
     with serve_in_thread() as fake:
-        settings = RunSettings(base_url=fake.base_url, model="fake:tokens=4,ttft_ms=1,tpot_ms=1", concurrency=(1, 2),
-                               requests_per_level=3, max_tokens=4)
+        settings = RunSettings(
+            base_url=fake.base_url,
+            model="fake:tokens=4,ttft_ms=1,tpot_ms=1",
+            concurrency=(1, 2),
+            requests_per_level=3,
+            max_tokens=4,
+        )
         rec = RunRecorder(engine, settings)
         run = ProbeRun(settings, on_sample=rec.on_sample, on_level=rec.on_level, on_finish=rec.on_finish).start()
         assert run.wait(30)
-        failing = RunSettings(base_url=fake.base_url, model="fake:fault=500", concurrency=(1,),
-                              requests_per_level=2, max_tokens=4)
+        failing = RunSettings(
+            base_url=fake.base_url, model="fake:fault=500", concurrency=(1,), requests_per_level=2, max_tokens=4
+        )
         rec2 = RunRecorder(engine, failing)
         run2 = ProbeRun(failing, on_sample=rec2.on_sample, on_level=rec2.on_level, on_finish=rec2.on_finish).start()
         assert run2.wait(30)

@@ -32,8 +32,14 @@ from tests.e2e.screens import keep_screenshot
 
 pytestmark = pytest.mark.e2e
 
-CARDS = ["Cost per request", "Per million tokens (in + out)", "Per replica per month", "Replicas at peak",
-         "Fleet per month", "Optimized cost per request"]
+CARDS = [
+    "Cost per request",
+    "Per million tokens (in + out)",
+    "Per replica per month",
+    "Replicas at peak",
+    "Fleet per month",
+    "Optimized cost per request",
+]
 # A name a hostile colleague might type: it must come back as these characters, never as markup or script.
 HOSTILE_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> <b>Q3</b> & *plan*'
 
@@ -136,16 +142,13 @@ def test_price_this_opens_the_cost_page_with_the_gpu_its_count_and_catalog_price
 def test_cost_this_carries_the_measured_throughput_to_the_cost_page(page: Page, app_url: str) -> None:
     model = "fake:ttft_ms=20,tpot_ms=5,tokens=16"  # about 0.1 s per request
     with serve_in_thread() as fake:
-        link = urlencode({"url": fake.base_url, "model": model, "levels": "1,2", "requests": "4",
-                          "label": "cost this"})
+        link = urlencode({"url": fake.base_url, "model": model, "levels": "1,2", "requests": "4", "label": "cost this"})
         open_page(page, f"{app_url}/probe?{link}", "Start probe")
         page.get_by_role("button", name="Start probe").click()
         expect(metric(page, "Max concurrency in SLO")).to_have_text("2", timeout=60_000)
         wait_idle(page)
         measured = metric_value(page, "Output tokens/s")  # at concurrency 2, the highest within the SLO
-        expect(combobox(page, "Level to cost")).to_have_value(
-            f"concurrency 2: {measured} tok/s (highest within SLO)"
-        )
+        expect(combobox(page, "Level to cost")).to_have_value(f"concurrency 2: {measured} tok/s (highest within SLO)")
         page.locator(".js-plotly-plot").first.wait_for(timeout=WAIT_MS)
         # The README's picture: the result with its figures and the latency chart, scrolled to the top.
         page.get_by_role("heading", name="Result").evaluate("el => el.scrollIntoView({block: 'start'})")

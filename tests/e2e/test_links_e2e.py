@@ -74,8 +74,13 @@ def test_cost_page_form_link_reopens_the_same_scenario(page: Page, app_url: str,
 
     # The link holds exactly what was changed (defaults are left out).
     assert query(page.url) == {
-        "currency": "USD", "gpu": "h100-80gb-sxm", "price": "1.99", "gpus": "2", "tps": "1500",
-        "traffic": "5000000", "spec": "true",
+        "currency": "USD",
+        "gpu": "h100-80gb-sxm",
+        "price": "1.99",
+        "gpus": "2",
+        "tps": "1500",
+        "traffic": "5000000",
+        "spec": "true",
     }
     # The README's arithmetic: 1.99 USD x 2 GPUs over 1500/200 = 7.5 requests/s.
     expect(metric(page, "Cost per request")).to_have_text("0.00015 USD")
@@ -156,8 +161,13 @@ def test_advisor_form_link_reopens_the_same_advice(page: Page, app_url: str, bro
     wait_for_query(page, {"build_engines": "yes"})
 
     assert query(page.url) == {
-        "gpu": "h100-80gb-sxm", "gpus": "2", "model": "llama3.1-70b", "workload": "rag", "priority": "throughput",
-        "concurrency": "64", "build_engines": "yes",
+        "gpu": "h100-80gb-sxm",
+        "gpus": "2",
+        "model": "llama3.1-70b",
+        "workload": "rag",
+        "priority": "throughput",
+        "concurrency": "64",
+        "build_engines": "yes",
     }
     advice = _advice(page)
     assert advice["Layout"] == "TP 2 × 1"  # the 70B model split over the two GPUs
@@ -230,9 +240,16 @@ def test_probe_form_link_reopens_the_same_form_without_the_key(page: Page, app_u
     wait_for_query(page, {"ignore_eos": "true"})
 
     assert query(page.url) == {
-        "url": "http://127.0.0.1:9/v1", "model": "Qwen2.5-7B-Instruct", "api": "completions",
-        "workload": "synthetic", "input_tokens": "256", "levels": "1,4,16", "requests": "16", "ttft_p99": "800",
-        "label": "nightly <b>A800</b>", "ignore_eos": "true",
+        "url": "http://127.0.0.1:9/v1",
+        "model": "Qwen2.5-7B-Instruct",
+        "api": "completions",
+        "workload": "synthetic",
+        "input_tokens": "256",
+        "levels": "1,4,16",
+        "requests": "16",
+        "ttft_p99": "800",
+        "label": "nightly <b>A800</b>",
+        "ignore_eos": "true",
     }
     assert KEY not in page.url
     link = page.url
@@ -294,9 +311,28 @@ def runs_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
         # The four command-line runs and the app start together on the new database (each migrates under a lock).
         cli = [
             subprocess.Popen(
-                [sys.executable, "-m", "probes", "--base-url", servers[server].base_url, "--model", model,
-                 "--label", label, "--concurrency", "1,2", "--requests", "4", "--no-metrics", "--quiet"],
-                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "probes",
+                    "--base-url",
+                    servers[server].base_url,
+                    "--model",
+                    model,
+                    "--label",
+                    label,
+                    "--concurrency",
+                    "1,2",
+                    "--requests",
+                    "4",
+                    "--no-metrics",
+                    "--quiet",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             for label, server, model in SEEDED
         ]
@@ -323,8 +359,11 @@ def _run_figures(page: Page, label: str) -> dict[str, str]:
     open_expander(page, label)
     box = page.locator('[data-testid="stExpander"]').filter(has=page.locator("summary", has_text=label)).first
     return {
-        name: box.locator('[data-testid="stMetric"]').filter(has_text=name).first
-        .locator('[data-testid="stMetricValue"]').inner_text().strip()
+        name: box.locator('[data-testid="stMetric"]')
+        .filter(has_text=name)
+        .first.locator('[data-testid="stMetricValue"]')
+        .inner_text()
+        .strip()
         for name in ("Max concurrency in SLO", "Output tokens/s", "TTFT p50", "TPOT p50")
     }
 

@@ -36,8 +36,9 @@ def fake() -> Iterator[FakeServer]:
         yield server
 
 
-def _start_probe(context: object, base: str, fake: FakeServer, label: str, model: str = "fake",
-                 requests: int = REQUESTS) -> object:
+def _start_probe(
+    context: object, base: str, fake: FakeServer, label: str, model: str = "fake", requests: int = REQUESTS
+) -> object:
     tab = context.new_page()
     levels = ",".join(map(str, LEVELS))
     tab.goto(f"{base}/probe?url={fake.base_url}&model={model}&levels={levels}&requests={requests}&label={label}")
@@ -63,8 +64,9 @@ def _dump(url: str) -> str:
     return "\n".join(rows)
 
 
-def test_two_probes_at_once_while_a_third_session_browses_runs(browser: object, fake: FakeServer,
-                                                               tmp_path: Path) -> None:
+def test_two_probes_at_once_while_a_third_session_browses_runs(
+    browser: object, fake: FakeServer, tmp_path: Path
+) -> None:
     db_url = f"sqlite:///{tmp_path / 'team.db'}"
     log = tmp_path / "app.log"
     urls: list[str] = []
@@ -126,8 +128,9 @@ def test_two_probes_at_once_while_a_third_session_browses_runs(browser: object, 
     assert len(rows) == expected and "ttft_ms" in rows[0]
 
 
-def test_cancel_one_then_compare_and_export_both_from_runs(page: object, app_url: str, fake: FakeServer,
-                                                           tmp_path: Path) -> None:
+def test_cancel_one_then_compare_and_export_both_from_runs(
+    page: object, app_url: str, fake: FakeServer, tmp_path: Path
+) -> None:
     done = _start_probe(page.context, app_url, fake, "finished-run")
     _finished(done)
     done_id = re.search(r"Run ([0-9a-f]{32})", done.locator("body").inner_text()).group(1)
@@ -168,14 +171,26 @@ def test_cancel_one_then_compare_and_export_both_from_runs(page: object, app_url
     assert status == "cancelled" and 0 < kept < REQUESTS * len(LEVELS)
 
 
-def test_kill_9_in_the_middle_of_a_probe_keeps_every_finished_request(browser: object, fake: FakeServer,
-                                                                      tmp_path: Path) -> None:
+def test_kill_9_in_the_middle_of_a_probe_keeps_every_finished_request(
+    browser: object, fake: FakeServer, tmp_path: Path
+) -> None:
     db_url = f"sqlite:///{tmp_path / 'crash.db'}"
     engine = make_engine(db_url)
     init_db(engine)
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+    ]
     env = {**os.environ, "DATABASE_URL": db_url}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
@@ -210,7 +225,6 @@ def test_kill_9_in_the_middle_of_a_probe_keeps_every_finished_request(browser: o
     (row,) = list_runs(engine)
     assert row.status == "interrupted"
     stored = {s.server_request_id for s in load_samples(engine, row.id)}
-    finished_well_before = {r.request_id for r in fake.records()
-                            if r.done_s is not None and r.done_s < killed_at - 0.2}
+    finished_well_before = {r.request_id for r in fake.records() if r.done_s is not None and r.done_s < killed_at - 0.2}
     assert len(finished_well_before) >= 3
     assert finished_well_before <= stored, "a request that had finished before the kill is missing"

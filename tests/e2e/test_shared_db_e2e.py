@@ -36,7 +36,7 @@ def test_a_scenario_saved_on_one_replica_opens_on_another(browser: object, postg
         tab = other.new_page()
         tab.goto(second + f"/tco?s={short_id}")
         assert _metric(tab, "Cost per request") == cost
-        alert = tab.locator("[data-testid=\"stAlert\"]").filter(has_text="Shared <b>across</b> replicas")
+        alert = tab.locator('[data-testid="stAlert"]').filter(has_text="Shared <b>across</b> replicas")
         alert.first.wait_for(timeout=30_000)  # shown as typed, not as HTML
         assert tab.locator("b", has_text="across").count() == 0
         other.close()
@@ -46,14 +46,16 @@ def test_a_probe_run_on_one_replica_is_listed_and_opened_on_another(browser: obj
     from probes.fakeserver import Behaviour, serve_in_thread
 
     url = create_database(postgres_base_url, "shared_runs")
-    with serve_in_thread(defaults=Behaviour(ttft_ms=10, tpot_ms=2, tokens=8)) as fake, running_app(url) as first, \
-            running_app(url) as second:
+    with (
+        serve_in_thread(defaults=Behaviour(ttft_ms=10, tpot_ms=2, tokens=8)) as fake,
+        running_app(url) as first,
+        running_app(url) as second,
+    ):
         context = browser.new_context()
         tab = context.new_page()
         tab.goto(f"{first}/probe?url={fake.base_url}&model=fake&levels=1,2&requests=4&label=from-replica-one")
         tab.get_by_role("button", name="Start probe").click()
-        tab.locator('[data-testid="stMetric"]').filter(has_text="Max concurrency in SLO").first.wait_for(
-            timeout=60_000)
+        tab.locator('[data-testid="stMetric"]').filter(has_text="Max concurrency in SLO").first.wait_for(timeout=60_000)
         tab.goto("about:blank")
         context.close()
 

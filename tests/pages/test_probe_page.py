@@ -66,8 +66,17 @@ def test_default_page_shows_the_form_and_an_empty_link() -> None:
 
 
 def test_link_fills_the_form_and_editing_rewrites_the_link() -> None:
-    link = {"url": "http://gpu-box:8000/v1", "model": "qwen", "levels": "1,4", "requests": "3", "ttft_p50": "200",
-            "workload": "synthetic", "input_tokens": "1024", "label": "A800 <b>AWQ</b>", "stall_timeout": "5"}
+    link = {
+        "url": "http://gpu-box:8000/v1",
+        "model": "qwen",
+        "levels": "1,4",
+        "requests": "3",
+        "ttft_p50": "200",
+        "workload": "synthetic",
+        "input_tokens": "1024",
+        "label": "A800 <b>AWQ</b>",
+        "stall_timeout": "5",
+    }
     at = open_page("probe", link)
     assert not at.warning
     assert at.text_input(key="probe.model").value == "qwen"

@@ -34,11 +34,22 @@ def engine(database_url: str) -> object:
 
 def record(engine: object, fake: FakeServer, model: str, label: str = "", levels: tuple[int, ...] = (1, 2)) -> str:
     """A real probe run against the fake server, stored as the page stores it."""
-    settings = RunSettings(base_url=fake.base_url, model=model, label=label, concurrency=levels, requests_per_level=3,
-                           timeouts=Timeouts(connect_s=2, ttft_s=5, stall_s=5))
+    settings = RunSettings(
+        base_url=fake.base_url,
+        model=model,
+        label=label,
+        concurrency=levels,
+        requests_per_level=3,
+        timeouts=Timeouts(connect_s=2, ttft_s=5, stall_s=5),
+    )
     recorder = RunRecorder(engine, settings)
-    run = ProbeRun(settings, on_sample=recorder.on_sample, on_level=recorder.on_level,
-                   on_heartbeat=recorder.on_heartbeat, on_finish=recorder.on_finish).start()
+    run = ProbeRun(
+        settings,
+        on_sample=recorder.on_sample,
+        on_level=recorder.on_level,
+        on_heartbeat=recorder.on_heartbeat,
+        on_finish=recorder.on_finish,
+    ).start()
     assert run.wait(30)
     return recorder.run_id
 

@@ -19,7 +19,12 @@ def fake() -> Iterator[FakeServer]:
 
 
 def settings_for(server: FakeServer, model: str = "fake", **changes: Any) -> RunSettings:
-    values: dict[str, Any] = {"base_url": server.base_url, "model": model, "concurrency": (1,),
-                              "requests_per_level": 2, "timeouts": SHORT_TIMEOUTS}
+    values: dict[str, Any] = {
+        "base_url": server.base_url,
+        "model": model,
+        "concurrency": (1,),
+        "requests_per_level": 2,
+        "timeouts": SHORT_TIMEOUTS,
+    }
     values.update(changes)
     return RunSettings(**values)

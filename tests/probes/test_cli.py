@@ -16,15 +16,54 @@ from tests.support import ROOT, free_port
 
 KEY = "sk-cli-SECRET-4242"
 LEVEL_KEYS = {
-    "index", "concurrency", "request_rate_rps", "started_at", "finished_at", "duration_s", "requests", "completed",
-    "failed", "errors", "input_tokens", "output_tokens", "input_tokens_per_request", "output_tokens_per_request",
-    "token_source", "req_s", "output_tok_s", "total_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "slo",
+    "index",
+    "concurrency",
+    "request_rate_rps",
+    "started_at",
+    "finished_at",
+    "duration_s",
+    "requests",
+    "completed",
+    "failed",
+    "errors",
+    "input_tokens",
+    "output_tokens",
+    "input_tokens_per_request",
+    "output_tokens_per_request",
+    "token_source",
+    "req_s",
+    "output_tok_s",
+    "total_tok_s",
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+    "e2e_ms",
+    "slo",
     "server_metrics",
 }
 SAMPLE_KEYS = {
-    "level_index", "concurrency", "index", "start_s", "ttft_ms", "first_content_ms", "reasoning_ms", "tpot_ms",
-    "e2e_ms", "itl_ms", "chunk_ms", "chunk_tokens", "input_tokens", "output_tokens", "reasoning_tokens",
-    "token_source", "finish_reason", "http_status", "error_kind", "error", "retry_after_s", "server_request_id",
+    "level_index",
+    "concurrency",
+    "index",
+    "start_s",
+    "ttft_ms",
+    "first_content_ms",
+    "reasoning_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "itl_ms",
+    "chunk_ms",
+    "chunk_tokens",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "token_source",
+    "finish_reason",
+    "http_status",
+    "error_kind",
+    "error",
+    "retry_after_s",
+    "server_request_id",
 }
 
 
@@ -38,11 +77,37 @@ def test_run_writes_the_json_and_stores_the_run(database_url: str, tmp_path: Pat
     monkeypatch.setenv("PROBE_API_KEY", KEY)
     output = tmp_path / "run.json"
     with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=6), api_key=KEY) as server:
-        code, _, err = cli("--base-url", server.base_url, "--model", "fake:fault=429", "--concurrency", "1,2",
-                           "--requests", "2", "--max-tokens", "16", "--workload", "seed", "--output", str(output))
+        code, _, err = cli(
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake:fault=429",
+            "--concurrency",
+            "1,2",
+            "--requests",
+            "2",
+            "--max-tokens",
+            "16",
+            "--workload",
+            "seed",
+            "--output",
+            str(output),
+        )
         assert code == EXIT_OK  # completed, even though every request failed (they are in the file)
-        code, _, err = cli("--base-url", server.base_url, "--model", "fake", "--concurrency", "1,4", "--requests",
-                           "4", "--max-tokens", "16", "--output", str(output))
+        code, _, err = cli(
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake",
+            "--concurrency",
+            "1,4",
+            "--requests",
+            "4",
+            "--max-tokens",
+            "16",
+            "--output",
+            str(output),
+        )
     assert code == EXIT_OK
     assert "concurrency 1: 4/4 ok" in err and "concurrency 4: 4/4 ok" in err and "completed" in err
     data = json.loads(output.read_text())
@@ -57,16 +122,30 @@ def test_run_writes_the_json_and_stores_the_run(database_url: str, tmp_path: Pat
     assert stored.levels == [type(stored.levels[0]).model_validate(lv) for lv in data["levels"]]
     engine = create_engine(database_url)
     with engine.connect() as connection:
-        dump = "\n".join(str(tuple(r)) for t in ("probe_runs", "probe_levels", "probe_samples")
-                         for r in connection.execute(text(f"SELECT * FROM {t}")))
+        dump = "\n".join(
+            str(tuple(r))
+            for t in ("probe_runs", "probe_levels", "probe_samples")
+            for r in connection.execute(text(f"SELECT * FROM {t}"))
+        )
     assert KEY not in dump and dump.count("completed") >= 2
 
 
 def test_failed_requests_are_in_the_file(database_url: str, tmp_path: Path) -> None:
     output = tmp_path / "run.json"
     with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=6)) as server:
-        code, _, err = cli("--base-url", server.base_url, "--model", "fake:fault=500", "--concurrency", "1",
-                           "--requests", "2", "--output", str(output), "--quiet")
+        code, _, err = cli(
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake:fault=500",
+            "--concurrency",
+            "1",
+            "--requests",
+            "2",
+            "--output",
+            str(output),
+            "--quiet",
+        )
     assert code == EXIT_OK and err == ""
     data = json.loads(output.read_text())
     assert data["levels"][0]["errors"] == {"server_error": 2}
@@ -75,8 +154,18 @@ def test_failed_requests_are_in_the_file(database_url: str, tmp_path: Path) -> N
 
 def test_unreachable_endpoint_exits_non_zero(database_url: str, tmp_path: Path) -> None:
     output = tmp_path / "run.json"
-    code, _, err = cli("--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m", "--concurrency", "1",
-                       "--requests", "1", "--output", str(output))
+    code, _, err = cli(
+        "--base-url",
+        f"http://127.0.0.1:{free_port()}/v1",
+        "--model",
+        "m",
+        "--concurrency",
+        "1",
+        "--requests",
+        "1",
+        "--output",
+        str(output),
+    )
     assert code == EXIT_FAILED and "cannot reach" in err
     assert json.loads(output.read_text())["status"] == "failed"
 
@@ -88,8 +177,16 @@ def test_refused_settings_and_bad_flags(database_url: str) -> None:
     code, _, err = cli("--base-url", "ftp://x", "--model", "m")
     assert code == EXIT_USAGE and "base URL" in err
     assert cli("--base-url", "http://127.0.0.1:9/v1")[0] == EXIT_USAGE  # no model
-    code, _, err = cli("--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--workload", "file",
-                       "--prompt-file", "/nonexistent.jsonl")
+    code, _, err = cli(
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--workload",
+        "file",
+        "--prompt-file",
+        "/nonexistent.jsonl",
+    )
     assert code == EXIT_USAGE and "cannot read" in err
 
 
@@ -107,12 +204,40 @@ def test_python_dash_m_probes(tmp_path: Path) -> None:
     output = tmp_path / "run.json"
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}", "PYTHONPATH": str(ROOT)}
     with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=4)) as server:
-        done = subprocess.run([sys.executable, "-m", "probes", "--base-url", server.base_url, "--model", "fake",
-                               "--concurrency", "1,2", "--requests", "2", "--max-tokens", "8", "--workload", "seed",
-                               "--output", str(output)], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "probes",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "fake",
+                "--concurrency",
+                "1,2",
+                "--requests",
+                "2",
+                "--max-tokens",
+                "8",
+                "--workload",
+                "seed",
+                "--output",
+                str(output),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr
     assert json.loads(output.read_text())["levels"][1]["completed"] == 2
-    down = subprocess.run([sys.executable, "-m", "probes", "--base-url", f"http://127.0.0.1:{free_port()}/v1",
-                           "--model", "m", "--no-db"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    down = subprocess.run(
+        [sys.executable, "-m", "probes", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m", "--no-db"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert down.returncode == 1 and "cannot reach" in down.stderr

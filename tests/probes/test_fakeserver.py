@@ -15,8 +15,10 @@ from tests.support import ROOT, free_port, wait_http
 
 def http_request(sock: socket.socket, body: dict) -> bytes:
     payload = json.dumps(body).encode()
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
-                 b"content-length: %d\r\n\r\n%s" % (len(payload), payload))
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(payload), payload)
+    )
     data = b""
     while not data.endswith(b"0\r\n\r\n"):
         chunk = sock.recv(65536)
@@ -28,8 +30,12 @@ def http_request(sock: socket.socket, body: dict) -> bytes:
 def test_keep_alive_chunked_sse_and_the_timing_record() -> None:
     with serve_in_thread(defaults=Behaviour(ttft_ms=30, tpot_ms=10, tokens=5)) as server:
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
-            body = {"model": "fake", "messages": [{"role": "user", "content": "a b c"}], "stream": True,
-                    "stream_options": {"include_usage": True}}
+            body = {
+                "model": "fake",
+                "messages": [{"role": "user", "content": "a b c"}],
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
             first = http_request(sock, body)
             second = http_request(sock, {**body, "model": "fake:tokens=2,role_chunk=0"})  # same connection
         records = server.records()
@@ -61,8 +67,12 @@ def test_only_loopback() -> None:
 
 def test_runs_as_a_module() -> None:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "probes.fakeserver", "--port", str(port), "--tokens", "3"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "probes.fakeserver", "--port", str(port), "--tokens", "3"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_http(f"http://127.0.0.1:{port}/v1/models", timeout_s=20, proc=proc)
     finally:

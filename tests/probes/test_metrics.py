@@ -14,8 +14,12 @@ from probes.timing import StreamTrace, account, chunk_token_counts
 def trace(chunks_s: list[float], end_s: float, **kw) -> StreamTrace:
     n = len(chunks_s)
     return StreamTrace(
-        sent_s=0.0, chunk_s=chunks_s, chunk_chars=kw.pop("chars", [5] * n),
-        chunk_reasoning=kw.pop("reasoning", [False] * n), chunk_cum_tokens=kw.pop("cum", [None] * n), end_s=end_s,
+        sent_s=0.0,
+        chunk_s=chunks_s,
+        chunk_chars=kw.pop("chars", [5] * n),
+        chunk_reasoning=kw.pop("reasoning", [False] * n),
+        chunk_cum_tokens=kw.pop("cum", [None] * n),
+        end_s=end_s,
         **kw,
     )
 
@@ -54,8 +58,9 @@ def test_final_usage_is_spread_over_chunks_by_characters() -> None:
 
 
 def test_reasoning_is_timed_separately() -> None:
-    acc = account(trace([0.05, 0.07, 0.2, 0.22], 0.22, reasoning=[True, True, False, False], completion_tokens=4),
-                  ok=True)
+    acc = account(
+        trace([0.05, 0.07, 0.2, 0.22], 0.22, reasoning=[True, True, False, False], completion_tokens=4), ok=True
+    )
     assert acc.ttft_ms == pytest.approx(50)  # vLLM: the first output token, reasoning included
     assert acc.first_content_ms == pytest.approx(200)
     assert acc.reasoning_ms == pytest.approx(70)
@@ -79,19 +84,39 @@ def test_percentiles_match_numpy() -> None:
     assert stats([]).p50 is None and stats([]).count == 0
 
 
-def sample(i: int, ttft: float | None, tpot: float | None, out: int | None, kind: ErrorKind | None = None,
-           e2e: float | None = None) -> RequestSample:
-    return RequestSample(level_index=0, concurrency=4, index=i, start_s=0.0, ttft_ms=ttft, tpot_ms=tpot, e2e_ms=e2e,
-                         output_tokens=out, input_tokens=10 if kind is None else None, error_kind=kind,
-                         token_source=TokenSource.USAGE if kind is None else None)
+def sample(
+    i: int,
+    ttft: float | None,
+    tpot: float | None,
+    out: int | None,
+    kind: ErrorKind | None = None,
+    e2e: float | None = None,
+) -> RequestSample:
+    return RequestSample(
+        level_index=0,
+        concurrency=4,
+        index=i,
+        start_s=0.0,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        e2e_ms=e2e,
+        output_tokens=out,
+        input_tokens=10 if kind is None else None,
+        error_kind=kind,
+        token_source=TokenSource.USAGE if kind is None else None,
+    )
 
 
 def test_level_throughput_counts_and_slo() -> None:
     now = datetime.now(UTC)
-    samples = [sample(0, 100, 20, 50, e2e=1100), sample(1, 300, 40, 30, e2e=1500),
-               sample(2, None, None, None, ErrorKind.RATE_LIMITED)]
-    slo = SloTargets(ttft_p50_ms=300, ttft_p99_ms=1000, tpot_p50_ms=50, request_ttft_ms=200, request_tpot_ms=50,
-                     max_failed_ratio=0.5)
+    samples = [
+        sample(0, 100, 20, 50, e2e=1100),
+        sample(1, 300, 40, 30, e2e=1500),
+        sample(2, None, None, None, ErrorKind.RATE_LIMITED),
+    ]
+    slo = SloTargets(
+        ttft_p50_ms=300, ttft_p99_ms=1000, tpot_p50_ms=50, request_ttft_ms=200, request_tpot_ms=50, max_failed_ratio=0.5
+    )
     level = summarize_level(0, 4, samples, started_at=now, finished_at=now, duration_s=2.0, slo=slo)
     assert (level.requests, level.completed, level.failed) == (3, 2, 1)
     assert level.errors == {"rate_limited": 1}
@@ -104,17 +129,27 @@ def test_level_throughput_counts_and_slo() -> None:
     assert level.slo.met  # p50 200 <= 300, p99 298 <= 1000, TPOT p50 30 <= 50, 1/3 failed <= 0.5
     assert level.slo.attainment_ratio == pytest.approx(1 / 3)  # only request 0 meets TTFT <= 200 ms
     assert level.slo.goodput_req_s == pytest.approx(0.5)
-    strict = summarize_level(0, 4, samples, started_at=now, finished_at=now, duration_s=2.0,
-                             slo=slo.model_copy(update={"max_failed_ratio": 0.0, "ttft_p50_ms": 150}))
+    strict = summarize_level(
+        0,
+        4,
+        samples,
+        started_at=now,
+        finished_at=now,
+        duration_s=2.0,
+        slo=slo.model_copy(update={"max_failed_ratio": 0.0, "ttft_p50_ms": 150}),
+    )
     assert not strict.slo.met and len(strict.slo.violations) == 2
 
 
 def test_highest_concurrency_within_slo() -> None:
     now = datetime.now(UTC)
     slo = SloTargets(ttft_p50_ms=150)
-    levels = [summarize_level(i, c, [sample(0, ttft, 10, 5, e2e=ttft + 50)], started_at=now, finished_at=now,
-                              duration_s=1.0, slo=slo)
-              for i, (c, ttft) in enumerate([(1, 50), (4, 100), (16, 200)])]
+    levels = [
+        summarize_level(
+            i, c, [sample(0, ttft, 10, 5, e2e=ttft + 50)], started_at=now, finished_at=now, duration_s=1.0, slo=slo
+        )
+        for i, (c, ttft) in enumerate([(1, 50), (4, 100), (16, 200)])
+    ]
     assert [lv.slo.met for lv in levels] == [True, True, False]
     assert best_concurrency_within_slo(levels) == 4
     assert best_concurrency_within_slo(levels[2:]) is None

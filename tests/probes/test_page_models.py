@@ -13,23 +13,54 @@ from ui.params import to_params, validate_params
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def level(index: int, concurrency: int, tok_s: float, met: bool, ttft: float = 100.0, in_tok: float | None = 40.0,
-          out_tok: float = 127.6) -> LevelResult:
+def level(
+    index: int,
+    concurrency: int,
+    tok_s: float,
+    met: bool,
+    ttft: float = 100.0,
+    in_tok: float | None = 40.0,
+    out_tok: float = 127.6,
+) -> LevelResult:
     stats = Stats(count=4, mean=ttft, p50=ttft, p90=ttft * 1.5, p99=ttft * 2, min=ttft, max=ttft * 2)
     return LevelResult(
-        index=index, concurrency=concurrency, started_at=NOW, finished_at=NOW, duration_s=1.0, requests=4,
-        completed=4, failed=0, input_tokens=160 if in_tok else 0, output_tokens=510, input_tokens_per_request=in_tok,
-        output_tokens_per_request=out_tok, req_s=4.0, output_tok_s=tok_s, total_tok_s=tok_s + 160, ttft_ms=stats,
-        tpot_ms=stats, itl_ms=stats, e2e_ms=stats,
-        slo=SloOutcome(met=met, attainment_ratio=1.0 if met else 0.5, goodput_req_s=4.0,
-                       violations=[] if met else ["ttft_p50"]),
+        index=index,
+        concurrency=concurrency,
+        started_at=NOW,
+        finished_at=NOW,
+        duration_s=1.0,
+        requests=4,
+        completed=4,
+        failed=0,
+        input_tokens=160 if in_tok else 0,
+        output_tokens=510,
+        input_tokens_per_request=in_tok,
+        output_tokens_per_request=out_tok,
+        req_s=4.0,
+        output_tok_s=tok_s,
+        total_tok_s=tok_s + 160,
+        ttft_ms=stats,
+        tpot_ms=stats,
+        itl_ms=stats,
+        e2e_ms=stats,
+        slo=SloOutcome(
+            met=met, attainment_ratio=1.0 if met else 0.5, goodput_req_s=4.0, violations=[] if met else ["ttft_p50"]
+        ),
     )
 
 
 def run(levels: list[LevelResult], label: str = "", best: int | None = None) -> RunResult:
     settings = RunSettings(base_url="http://h:8000/v1", model="m", label=label)
-    return RunResult(run_id="ab" * 16, endpoint="http://h:8000/v1", model="m", settings=settings,
-                     status=RunStatus.COMPLETED, started_at=NOW, levels=levels, best_concurrency_within_slo=best)
+    return RunResult(
+        run_id="ab" * 16,
+        endpoint="http://h:8000/v1",
+        model="m",
+        settings=settings,
+        status=RunStatus.COMPLETED,
+        started_at=NOW,
+        levels=levels,
+        best_concurrency_within_slo=best,
+    )
 
 
 def test_cost_this_defaults_to_the_highest_concurrency_within_slo() -> None:
@@ -48,11 +79,17 @@ def test_cost_this_without_any_level_in_slo_takes_the_highest_throughput_and_ski
 
 
 def test_the_form_round_trips_through_the_url_and_never_holds_a_key() -> None:
-    form, errors, _ = validate_params(ProbeForm, {"url": "http://h:8000/v1/", "model": "m", "levels": "1, 4,16",
-                                                  "ttft_p50": "200", "rate": "2.5"})
+    form, errors, _ = validate_params(
+        ProbeForm, {"url": "http://h:8000/v1/", "model": "m", "levels": "1, 4,16", "ttft_p50": "200", "rate": "2.5"}
+    )
     assert not errors
-    assert to_params(form) == {"url": "http://h:8000/v1", "model": "m", "levels": "1,4,16", "ttft_p50": "200",
-                               "rate": "2.5"}
+    assert to_params(form) == {
+        "url": "http://h:8000/v1",
+        "model": "m",
+        "levels": "1,4,16",
+        "ttft_p50": "200",
+        "rate": "2.5",
+    }
     assert "key" not in " ".join(ProbeForm.model_fields) and "api_key" not in to_params(form)
     settings = form.run_settings("sk-secret")
     assert settings.concurrency == (1, 4, 16) and settings.slo.ttft_p50_ms == 200
@@ -61,8 +98,12 @@ def test_the_form_round_trips_through_the_url_and_never_holds_a_key() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "says"),
-    [({"levels": "1,1024"}, "cap"), ({"levels": "1", "requests": "20000"}, "over the cap"), ({"model": ""}, "model"),
-     ({"url": "http://169.254.169.254/v1"}, "link-local")],
+    [
+        ({"levels": "1,1024"}, "cap"),
+        ({"levels": "1", "requests": "20000"}, "over the cap"),
+        ({"model": ""}, "model"),
+        ({"url": "http://169.254.169.254/v1"}, "link-local"),
+    ],
 )
 def test_prepare_run_refuses_absurd_settings_with_a_message(raw: dict[str, str], says: str) -> None:
     form, errors, _ = validate_params(ProbeForm, {"model": "m", **raw})
@@ -79,8 +120,9 @@ def test_runs_view_keeps_ids_once_and_refuses_others() -> None:
 
 
 def test_figures_show_percentiles_slo_lines_and_the_best_level() -> None:
-    result = run([level(0, 1, 100.0, True), level(1, 4, 350.0, True, ttft=200), level(2, 16, 588.0, False, 400)],
-                 best=4)
+    result = run(
+        [level(0, 1, 100.0, True), level(1, 4, 350.0, True, ttft=200), level(2, 16, 588.0, False, 400)], best=4
+    )
     latency = latency_figure([result])
     names = [t.name for t in latency.data if t.showlegend is not False]
     assert names == ["p50", "p90", "p99"]

@@ -33,8 +33,9 @@ def run(settings, **kwargs):
 def test_sweep_measures_the_server_timing(fake) -> None:
     seen = []
     levels = []
-    settings = settings_for(fake, "fake:ttft_ms=40,tpot_ms=5,tokens=10", concurrency=(1, 4), requests_per_level=8,
-                            warmup_requests=2)
+    settings = settings_for(
+        fake, "fake:ttft_ms=40,tpot_ms=5,tokens=10", concurrency=(1, 4), requests_per_level=8, warmup_requests=2
+    )
     result = run(settings, on_sample=seen.append, on_level=levels.append)
     assert result.status == RunStatus.COMPLETED and result.error is None
     assert [lv.concurrency for lv in result.levels] == [1, 4] and levels == result.levels
@@ -117,8 +118,16 @@ def test_every_fault_ends_in_time_with_its_kind_and_partial_timings(fake) -> Non
     start = time.perf_counter()
 
     async def all_faults():
-        settings = [settings_for(fake, f"fake:fault={fault},tokens=12", max_tokens=8 if fault == "never_end" else 128,
-                                 scrape_metrics=False, requests_per_level=1) for fault, _, _ in FAULTS]
+        settings = [
+            settings_for(
+                fake,
+                f"fake:fault={fault},tokens=12",
+                max_tokens=8 if fault == "never_end" else 128,
+                scrape_metrics=False,
+                requests_per_level=1,
+            )
+            for fault, _, _ in FAULTS
+        ]
         return await asyncio.gather(*(run_probe(s) for s in settings))
 
     results = asyncio.run(all_faults())
@@ -160,8 +169,12 @@ def test_metrics_absent_is_tolerated() -> None:
 def test_queueing_server_shows_in_ttft_and_slo() -> None:
     # one request at a time on the server: at concurrency 4, TTFT includes the wait for the others
     with serve_in_thread(defaults=Behaviour(ttft_ms=30, tpot_ms=1, tokens=5), max_running=1) as server:
-        settings = settings_for(server, concurrency=(1, 4), requests_per_level=4,
-                                slo={"ttft_p50_ms": 60, "ttft_p99_ms": 200, "tpot_p50_ms": 50})
+        settings = settings_for(
+            server,
+            concurrency=(1, 4),
+            requests_per_level=4,
+            slo={"ttft_p50_ms": 60, "ttft_p99_ms": 200, "tpot_p50_ms": 50},
+        )
         result = run(settings)
     low, high = result.levels
     assert low.slo.met and not high.slo.met
@@ -171,8 +184,16 @@ def test_queueing_server_shows_in_ttft_and_slo() -> None:
 
 def test_request_rate_and_duration_bound(fake) -> None:
     start = time.perf_counter()
-    result = run(settings_for(fake, "fake:tokens=2,ttft_ms=5", concurrency=(4,), requests_per_level=200,
-                              request_rate_rps=40.0, duration_s=0.5))
+    result = run(
+        settings_for(
+            fake,
+            "fake:tokens=2,ttft_ms=5",
+            concurrency=(4,),
+            requests_per_level=200,
+            request_rate_rps=40.0,
+            duration_s=0.5,
+        )
+    )
     elapsed = time.perf_counter() - start
     sent = result.levels[0].requests
     assert 5 <= sent <= 45 and elapsed < 2.5  # Poisson arrivals at ~40/s, cut after 0.5 s
@@ -233,8 +254,9 @@ def test_api_key_is_used_but_never_exported() -> None:
     assert good.levels[0].completed == 2
     assert bad.samples[0].error_kind == ErrorKind.AUTH
     for result in (good, bad):
-        dumped = result.model_dump_json() + repr(result) + str(result.settings) + json.dumps(result.model_dump(
-            mode="json"))
+        dumped = (
+            result.model_dump_json() + repr(result) + str(result.settings) + json.dumps(result.model_dump(mode="json"))
+        )
         assert key not in dumped and "wrong" not in dumped
 
 
@@ -263,10 +285,15 @@ def test_workloads(tmp_path, fake) -> None:
     assert len({p.system for p in shared}) == 1 and len({p.user for p in shared}) == 4
     assert len(build_prompts(settings_for(fake, workload=WorkloadKind.CODE_JSON), 1)) == 8
     good = tmp_path / "p.jsonl"
-    good.write_text('{"prompt": "a"}\n\n{"system": "s", "prompt": "b"}\n{"messages": [{"role": "user", '
-                    '"content": "c"}]}\n', encoding="utf-8")
+    good.write_text(
+        '{"prompt": "a"}\n\n{"system": "s", "prompt": "b"}\n{"messages": [{"role": "user", "content": "c"}]}\n',
+        encoding="utf-8",
+    )
     assert [p.user for p in build_prompts(settings_for(fake, workload="file", prompt_file=str(good)), 1)] == [
-        "a", "b", "c"]
+        "a",
+        "b",
+        "c",
+    ]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "a"}\n{oops\n', encoding="utf-8")
     with pytest.raises(WorkloadError, match="line 2"):
@@ -276,8 +303,16 @@ def test_workloads(tmp_path, fake) -> None:
 
 
 def test_shared_prefix_shows_in_the_prefix_cache_metrics(fake) -> None:
-    result = run(settings_for(fake, "fake:tokens=2", workload="shared_prefix", shared_prefix_tokens=256,
-                              requests_per_level=4, concurrency=(1,)))
+    result = run(
+        settings_for(
+            fake,
+            "fake:tokens=2",
+            workload="shared_prefix",
+            shared_prefix_tokens=256,
+            requests_per_level=4,
+            concurrency=(1,),
+        )
+    )
     assert result.levels[0].server_metrics.prefix_cache_hit_ratio > 0.5
 
 

@@ -13,8 +13,18 @@ NONE: frozenset[str] = frozenset()
 
 @pytest.mark.parametrize(
     "host",
-    ["169.254.169.254", "169.254.1.1", "fe80::1", "[fd00:ec2::254]", "fd00:ec2::254", "::ffff:169.254.169.254",
-     "100.100.100.200", "metadata.google.internal", "METADATA", "instance-data"],
+    [
+        "169.254.169.254",
+        "169.254.1.1",
+        "fe80::1",
+        "[fd00:ec2::254]",
+        "fd00:ec2::254",
+        "::ffff:169.254.169.254",
+        "100.100.100.200",
+        "metadata.google.internal",
+        "METADATA",
+        "instance-data",
+    ],
 )
 def test_metadata_and_link_local_hosts_are_refused(host: str) -> None:
     refusal = host_refusal(host, NONE, resolver=lambda _h: [])

@@ -35,8 +35,9 @@ def test_arrival_times_lie_between_the_servers_send_and_the_clients_read() -> No
         async def main() -> tuple[float, object]:
             http = make_http(settings, 1)
             client = make_client(settings, http)
-            sample = await send_request(client, settings, Prompt("hello"), level_index=0, concurrency=1, index=0,
-                                        level_start_s=0.0)
+            sample = await send_request(
+                client, settings, Prompt("hello"), level_index=0, concurrency=1, index=0, level_start_s=0.0
+            )
             done_s = time.perf_counter()
             await client.close()
             return done_s, sample
