@@ -11,14 +11,14 @@ def main() -> None:
     """Route the run to the page the URL names; every page goes through here."""
     st.set_page_config(page_icon="⚡", layout="wide")
     pages = {
-        "": [st.Page("pages/home.py", title="Overview", icon=":material/home:", url_path="home", default=True)],
+        "": [st.Page("views/home.py", title="Overview", icon=":material/home:", url_path="home", default=True)],
         "Decide": [
-            st.Page("pages/tco.py", title="Cost calculator", icon=":material/payments:", url_path="tco"),
-            st.Page("pages/selector.py", title="Engine advisor", icon=":material/tune:", url_path="selector"),
+            st.Page("views/tco.py", title="Cost calculator", icon=":material/payments:", url_path="tco"),
+            st.Page("views/selector.py", title="Engine advisor", icon=":material/tune:", url_path="selector"),
         ],
         "Measure": [
-            st.Page("pages/probe.py", title="Live probe", icon=":material/speed:", url_path="probe"),
-            st.Page("pages/runs.py", title="Probe runs", icon=":material/history:", url_path="runs"),
+            st.Page("views/probe.py", title="Live probe", icon=":material/speed:", url_path="probe"),
+            st.Page("views/runs.py", title="Probe runs", icon=":material/history:", url_path="runs"),
         ],
     }
     page = st.navigation(pages)

@@ -31,7 +31,7 @@ def time_page(page: str, params: dict[str, str], runs: int) -> list[float]:
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params.update(params)
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"views/{page}.py")
     at.run()
     if at.exception:
         raise RuntimeError(f"{page}: {at.exception}")
@@ -51,7 +51,7 @@ def main() -> None:
     os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{tempfile.mkdtemp()}/bench.db"
     print(f"{'page':<10} {'p50 ms':>8} {'p90 ms':>8} {'max ms':>8}")
     for page, params in PAGES.items():
-        if not (ROOT / "pages" / f"{page}.py").exists():
+        if not (ROOT / "views" / f"{page}.py").exists():
             continue
         t = sorted(time_page(page, params, args.runs))
         p90 = t[min(len(t) - 1, int(len(t) * 0.9))]

@@ -188,7 +188,7 @@ def page_open_ms(url: str, run_id: str) -> float:
     os.environ["DATABASE_URL"] = url
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update({"runs": run_id})
-    at.switch_page("pages/runs.py")
+    at.switch_page("views/runs.py")
     at.run()
     if at.exception:
         raise RuntimeError(at.exception)
@@ -223,7 +223,7 @@ def main() -> None:
     timed("get_run without samples (what /runs opens)", lambda: get_run(engine, run_id, with_samples=False))
     timed("sample_counts + error_summary (SQL)", lambda: (sample_counts(engine, run_id), error_summary(engine, run_id)))
     timed("get_run with its 5,000 samples (exports)", lambda: get_run(engine, run_id), repeat=3)
-    if (ROOT / "pages" / "runs.py").exists():
+    if (ROOT / "views" / "runs.py").exists():
         print(f"{'/runs?runs=<id> page script (AppTest, warm)':<44} {page_open_ms(url, run_id):9.1f} ms")
 
 

@@ -14,7 +14,7 @@ COPIED = [
     "requirements.txt",
     "requirements-dev.txt",
     ".streamlit",
-    "pages",
+    "views",
     "ui",
     "tco",
     "catalog",

@@ -100,7 +100,7 @@ def cost_this(result: RunResult, key: str) -> None:
     )
     level = next(lv for lv in levels if lv.concurrency == chosen)
     params = cost_params(level)
-    right.page_link("pages/tco.py", label="Cost this", icon=":material/payments:", query_params=params)
+    right.page_link("views/tco.py", label="Cost this", icon=":material/payments:", query_params=params)
     if result.best_concurrency_within_slo is None:
         st.caption("No level met the SLO; the default is the level with the highest throughput.")
     st.caption(

@@ -46,7 +46,7 @@ def scenario_panel(page: str, page_url: str, model: BaseModel, on_saved: Callabl
         for row in rows:
             left, mid, right = st.columns([5, 1, 1], vertical_alignment="center")
             left.text(f"{row.name}  ·  {row.id}  ·  {row.created_at:%Y-%m-%d %H:%M}")
-            mid.page_link(f"pages/{page}.py", label="Open", query_params={SCENARIO_PARAM: row.id})
+            mid.page_link(f"views/{page}.py", label="Open", query_params={SCENARIO_PARAM: row.id})
             if right.button("Delete", key=f"{page}.delete.{row.id}", type="tertiary"):
                 delete_scenario(engine, row.id)
                 st.rerun()

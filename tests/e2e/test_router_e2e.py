@@ -1,4 +1,4 @@
-"""A shared link opened first on a fresh server still goes through the router (Streamlit's pages/ trap)."""
+"""A shared link opened first on a fresh server goes through the router: page config, sidebar, its inputs."""
 
 import pytest
 

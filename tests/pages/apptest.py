@@ -9,7 +9,7 @@ def open_page(page: str, params: dict[str, str] | None = None, timeout_s: float 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout_s)
     if params:
         at.query_params.update(params)
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"views/{page}.py")
     return at.run()
 
 

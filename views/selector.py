@@ -20,10 +20,7 @@ from selector import (
     nearest_params,
 )
 from ui.errors import guarded, show_errors
-from ui.router import require_router
 from ui.state import PageState
-
-require_router()
 
 PAGE = "selector"
 _YES_NO = {"build_engines", "qlora"}
@@ -141,7 +138,7 @@ def _price_link(advice: Advice) -> None:
     if gpu.has_price:
         params["price"] = f"{gpu.price_low:g}"
         params["currency"] = str(gpu.price_currency)
-    st.page_link("pages/tco.py", label="Price this", icon=":material/payments:", query_params=params)
+    st.page_link("views/tco.py", label="Price this", icon=":material/payments:", query_params=params)
     if not gpu.has_price:
         st.caption(f"No public hourly price on record for {gpu.name}; enter yours on the cost page.")
 

@@ -19,11 +19,8 @@ from ui.errors import guarded, show_errors
 from ui.live_runs import live_runs
 from ui.probe_views import comparison, downloads, run_details, title_text
 from ui.resources import get_engine
-from ui.router import require_router
 from ui.state import PageState
 from ui.text import escape_markdown
-
-require_router()
 
 PAGE = "runs"
 LIST_LIMIT = 500
@@ -194,7 +191,7 @@ def body() -> None:
         _table(rows)
     else:
         st.info("No stored runs match. Start one on the Live probe page.", icon="ℹ️")
-        st.page_link("pages/probe.py", label="Open the live probe", icon=":material/speed:")
+        st.page_link("views/probe.py", label="Open the live probe", icon=":material/speed:")
     options = {**{row.id: row for row in rows}, **selected}
     st.multiselect(
         "Open runs",

@@ -2,10 +2,6 @@
 
 import streamlit as st
 
-from ui.router import require_router
-
-require_router()
-
 st.title("LLM serving decisions")
 st.markdown(
     "Three questions, one place: **what will it cost**, **what should we run**, and **how fast is it really**. "
@@ -18,18 +14,18 @@ with left.container(border=True):
         "GPU price and traffic in; cost per request, per million tokens, per month and year out, "
         "with the GPUs the traffic needs and what each optimization saves."
     )
-    st.page_link("pages/tco.py", label="Open the cost calculator", icon=":material/arrow_forward:")
+    st.page_link("views/tco.py", label="Open the cost calculator", icon=":material/arrow_forward:")
 with mid.container(border=True):
     st.subheader(":material/tune: What should we run?")
     st.write(
         "GPU, model and workload in; the engine, quantization, KV-cache and speculative-decoding advice, "
         "the memory fit and a launch command out, every decision with its source."
     )
-    st.page_link("pages/selector.py", label="Open the engine advisor", icon=":material/arrow_forward:")
+    st.page_link("views/selector.py", label="Open the engine advisor", icon=":material/arrow_forward:")
 with right.container(border=True):
     st.subheader(":material/speed: How fast is it really?")
     st.write(
         "An OpenAI-compatible endpoint in; TTFT, TPOT and throughput at each concurrency level out, the highest "
         "concurrency within your SLO, every run kept to compare, and the measured throughput carried into the costs."
     )
-    st.page_link("pages/probe.py", label="Open the live probe", icon=":material/arrow_forward:")
+    st.page_link("views/probe.py", label="Open the live probe", icon=":material/arrow_forward:")

@@ -25,11 +25,8 @@ from ui.live_runs import live_runs
 from ui.params import format_value, validate_params
 from ui.probe_views import downloads, run_details
 from ui.resources import get_engine
-from ui.router import require_router
 from ui.state import PageState, plain_widget_value
 from ui.text import escape_markdown
-
-require_router()
 
 PAGE = "probe"
 POLL_S = 0.5
@@ -365,7 +362,7 @@ def _result() -> None:
     with left:
         downloads(result, f"probe.result.{run_id}")
     right.page_link(
-        "pages/runs.py", label="Open in Probe runs", icon=":material/history:", query_params={"runs": run_id}
+        "views/runs.py", label="Open in Probe runs", icon=":material/history:", query_params={"runs": run_id}
     )
 
 

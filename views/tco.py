@@ -7,11 +7,8 @@ from catalog import find_gpu, load_gpus, load_handbook
 from tco import CUSTOM_GPU, TcoInputs, TcoResult, convert, estimate, format_money
 from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
 from ui.errors import guarded, show_errors
-from ui.router import require_router
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
-
-require_router()
 
 PAGE = "tco"
 state = PageState(PAGE, TcoInputs, load_base=load_scenario_params(PAGE))
