@@ -27,18 +27,22 @@ run: $(VENV)/.run-deps
 system-deps:
 	bash scripts/install-system-deps.sh
 
-## test: install everything (browser included) and run lint and every test
+## test: install everything (browser included), check lint, format and types, and run every test
 test: $(VENV)/.dev-deps system-deps
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 ## screenshots: refresh the README's screenshots from the browser tests
 screenshots: $(VENV)/.dev-deps system-deps
 	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -m e2e -q
 
+## lint: ruff (lint and format) and mypy, the checks make test runs before the tests
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -180,7 +180,8 @@ class Server:
     def take_records(self) -> list[dict[str, Any]]:
         """Every request recorded since the last call (and forget them)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/fake/records?clear=1", timeout=30) as resp:
-            return json.loads(resp.read())
+            records: list[dict[str, Any]] = json.loads(resp.read())
+            return records
 
 
 def truth_of(records: list[dict[str, Any]]) -> Truth:

@@ -100,7 +100,7 @@ def fill(url: str, total_samples: int, runs: int, seed: int = 7) -> str:
             )
         with engine.begin() as connection:
             connection.execute(
-                insert(RunRow.__table__),
+                insert(RunRow),
                 [
                     {
                         "id": run_id,
@@ -121,7 +121,7 @@ def fill(url: str, total_samples: int, runs: int, seed: int = 7) -> str:
                 ],
             )
             connection.execute(
-                insert(LevelRow.__table__),
+                insert(LevelRow),
                 [
                     {
                         "run_id": run_id,
@@ -161,7 +161,7 @@ def fill(url: str, total_samples: int, runs: int, seed: int = 7) -> str:
                             "sample_json": json.dumps(payload),
                         }
                     )
-                connection.execute(insert(SampleRow.__table__), batch)
+                connection.execute(insert(SampleRow), batch)
                 written += len(batch)
         if r % 20 == 0:
             print(f"  {written:,} samples written ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)

@@ -3,7 +3,7 @@
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import CursorResult, Engine, Result, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -46,3 +46,8 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 def safe_url(database_url: str) -> str:
     """The URL with its password hidden, for display."""
     return make_url(database_url).render_as_string(hide_password=True)
+
+
+def rowcount(result: Result[Any]) -> int:
+    """Rows an INSERT, UPDATE or DELETE touched (0 for a result that is not a DML cursor)."""
+    return result.rowcount if isinstance(result, CursorResult) else 0

@@ -27,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base
-from db.engine import session_factory
+from db.engine import rowcount, session_factory
 from probes.config import RunSettings, redact_url
 from probes.metrics import best_concurrency_within_slo, summarize_level
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
@@ -274,7 +274,7 @@ def recover_interrupted_runs(
                 error="the process running this probe stopped (crash or restart); finished requests are kept",
             )
         )
-        return int(result.rowcount or 0)
+        return rowcount(result)
 
 
 def recover_orphaned_runs(engine: Engine) -> int:
@@ -455,7 +455,7 @@ def delete_run(engine: Engine, run_id: str) -> bool:
         session.execute(delete(SampleRow).where(SampleRow.run_id == run_id))
         session.execute(delete(LevelRow).where(LevelRow.run_id == run_id))
         result = session.execute(delete(RunRow).where(RunRow.id == run_id))
-        return bool(result.rowcount)
+        return rowcount(result) > 0
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base
-from db.engine import session_factory
+from db.engine import rowcount, session_factory
 
 SHORT_ID_ALPHABET = string.ascii_lowercase + string.digits
 SHORT_ID_LENGTH = 6
@@ -77,4 +77,4 @@ def delete_scenario(engine: Engine, scenario_id: str) -> bool:
     """Delete a scenario; True if it existed."""
     with session_factory(engine)() as session, session.begin():
         result = session.execute(delete(Scenario).where(Scenario.id == scenario_id))
-        return bool(result.rowcount)
+        return rowcount(result) > 0

@@ -116,7 +116,7 @@ class _Watchdog:
 
 
 def classify_error(exc: BaseException) -> tuple[ErrorKind, str]:
-    causes = []
+    causes: list[BaseException] = []
     cur: BaseException | None = exc
     while cur is not None and len(causes) < 8:
         causes.append(cur)

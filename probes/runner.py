@@ -129,6 +129,13 @@ class _Level:
         self.start_s = 0.0
         self.end_s = 0.0
 
+    def _done_callback(self, free: asyncio.Semaphore) -> Callable[[asyncio.Task[None]], None]:
+        def done(task: asyncio.Task[None]) -> None:
+            self.tasks.discard(task)
+            free.release()
+
+        return done
+
     async def _prepare(self) -> None:
         """Before the level's clock: every request body encoded, and `concurrency` connections open and idle."""
         n = len(self.prompts)
@@ -179,7 +186,7 @@ class _Level:
                 await free.acquire()
                 task = asyncio.create_task(self._one(i))
                 self.tasks.add(task)
-                task.add_done_callback(lambda t: (self.tasks.discard(t), free.release()))
+                task.add_done_callback(self._done_callback(free))
                 if self.counted:
                     self.progress.update(sent=i + 1)
             while self.tasks:

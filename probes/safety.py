@@ -22,7 +22,7 @@ Resolver = Callable[[str], list[str]]
 def resolve(host: str) -> list[str]:
     """Every address a host name resolves to ([] when it does not resolve: the probe reports that later)."""
     try:
-        return sorted({info[4][0] for info in socket.getaddrinfo(host, None)})
+        return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
     except (socket.gaierror, UnicodeError, OSError):
         return []
 

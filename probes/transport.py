@@ -319,7 +319,7 @@ async def _open_plain(loop: asyncio.AbstractEventLoop, host: str, port: int, pro
         addrs = [(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, (str(ip), port))]
     except ValueError:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
-        addrs = [(family, addr) for family, _, _, _, addr in infos]
+        addrs = [(family, (str(addr[0]), int(addr[1]))) for family, _, _, _, addr in infos]
     error: OSError | None = None
     for family, addr in addrs:
         sock = socket.socket(family, socket.SOCK_STREAM)

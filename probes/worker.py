@@ -15,7 +15,7 @@ from probes.workloads import build_prompts
 from settings import Settings
 
 FinishSink = Callable[[RunResult | None, BaseException | None], None]
-_STOP = object()
+_STOP = "stop"
 
 
 class ProbeRun:
@@ -46,7 +46,7 @@ class ProbeRun:
         self._transport = transport
         self._limits = limits
         self._progress = Progress()
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[RunResult] | None = None
         self._cancel_requested = threading.Event()
@@ -102,7 +102,7 @@ class ProbeRun:
         try:
 
             async def main() -> RunResult:
-                self._task = asyncio.current_task()  # type: ignore[assignment]
+                self._task = asyncio.current_task()
                 if self._cancel_requested.is_set():
                     raise asyncio.CancelledError
                 return await run_probe(
@@ -123,7 +123,7 @@ class ProbeRun:
             self._progress.update(status=RunStatus.FAILED, phase="finished", message=str(exc))
         finally:
             loop.close()
-            self._queue.put(_STOP)
+            self._queue.put((_STOP, None))
 
     def _call(self, func: Callable[..., None] | None, *args: object) -> None:
         if func is None:
@@ -137,6 +137,7 @@ class ProbeRun:
     def _sink(self) -> None:
         last_beat = time.monotonic()
         while True:
+            item: tuple[str, object] | None
             try:
                 item = self._queue.get(timeout=self._heartbeat_s)
             except queue.Empty:
@@ -146,9 +147,9 @@ class ProbeRun:
                 last_beat = time.monotonic()
             if item is None:
                 continue
-            if item is _STOP:
+            kind, payload = item
+            if kind == _STOP:
                 break
-            kind, payload = item  # type: ignore[misc]
             self._call(self._on_sample if kind == "sample" else self._on_level, payload)
         self._call(self._on_finish, self._result, self._error)
         self._finished.set()

@@ -224,8 +224,9 @@ def _row_prompt(row: object, name: str, number: int) -> Prompt:
                 (m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "system"), None
             )
             users = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") != "system"]
-            if users and all(isinstance(u, str) for u in users):
-                return Prompt("\n\n".join(users), system if isinstance(system, str) else None)
+            texts = [u for u in users if isinstance(u, str)]
+            if texts and len(texts) == len(users):
+                return Prompt("\n\n".join(texts), system if isinstance(system, str) else None)
     raise WorkloadError(f'{name} line {number}: expected {{"prompt": "..."}} or {{"messages": [...]}}')
 
 

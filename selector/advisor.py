@@ -403,7 +403,7 @@ class _Advisor:
 
     # -- memory suggestions -------------------------------------------------------------------------------------
     def suggestions(self, engine: Engine, quant: str, kv: str, result: MemoryFit) -> list[str]:
-        r, out = self.request, []
+        r, out = self.request, list[str]()
         if result.meets_concurrency:
             return out
         for option in FIT_FALLBACKS:

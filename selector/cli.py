@@ -4,6 +4,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         alias = field.alias or name
         flags = [f"--{alias}"] + ([f"--{alias.replace('_', '-')}"] if "_" in alias else [])
         default = getattr(AdviceRequest(), name)
-        kwargs: dict[str, object] = {
+        kwargs: dict[str, Any] = {
             "dest": alias,
             "default": None,
             "metavar": alias.upper(),

@@ -41,7 +41,7 @@ class Rule(BaseModel):
         return self.reason.format_map(_Lenient(values))
 
 
-class _Lenient(dict):
+class _Lenient(dict[str, object]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 

@@ -7,6 +7,7 @@ from typing import Generic, TypeVar
 
 import streamlit as st
 from pydantic import BaseModel
+from streamlit.delta_generator import DeltaGenerator
 
 from ui.params import aliases, to_params, validate_params
 
@@ -33,7 +34,9 @@ class PageState(Generic[M]):
     model_cls: type[M]
     to_widget: Callable[[str, object], object] = plain_widget_value
     load_base: Callable[[str], tuple[dict[str, str] | None, str | None]] | None = None
-    _notes_slot: object = field(default=None, init=False, repr=False)  # this run's notes, cleared once stale
+    _notes_slot: DeltaGenerator | None = field(
+        default=None, init=False, repr=False
+    )  # this run's notes, cleared once stale
 
     def key(self, alias: str) -> str:
         """The widget key of a parameter."""

@@ -20,7 +20,7 @@ def _catalog_price(gpu_id: str, currency: str, cny_per_usd: float) -> float | No
     if gpu_id == CUSTOM_GPU:
         return None
     gpu = find_gpu(gpu_id)
-    if not gpu.has_price:
+    if gpu.price_low is None or gpu.price_currency is None:
         return None
     return round(convert(gpu.price_low, gpu.price_currency, currency, cny_per_usd), 4)
 
