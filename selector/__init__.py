@@ -1,7 +1,7 @@
 """The engine and quantization advisor: rules as data over GPU, model and engine catalogs, no Streamlit."""
 
 from selector.advisor import Advice, Decision, advise, gpu_class
-from selector.engines import Engine, find_engine, get_engine, gpu_platform, load_engines
+from selector.engines import ServingEngine, find_engine, get_engine, gpu_platform, load_engines
 from selector.errors import NameLookupError, SelectorError, UnknownEngineError, UnknownModelError
 from selector.figures import memory_fit_figure
 from selector.inputs import LABELS, AdviceRequest, Deploy, Ecosystem, Priority, Workload, YesNo, nearest_params
@@ -22,7 +22,6 @@ __all__ = [
     "Decision",
     "Deploy",
     "Ecosystem",
-    "Engine",
     "Gate",
     "LaunchCommand",
     "MemoryFit",
@@ -30,6 +29,7 @@ __all__ = [
     "NameLookupError",
     "Priority",
     "SelectorError",
+    "ServingEngine",
     "Speculative",
     "UnknownEngineError",
     "UnknownModelError",

@@ -1,25 +1,21 @@
 """The advisor's entry point: advise(request) -> Advice, every decision with its rule, reason and source."""
 
 import math
+from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from catalog import Gpu, find_gpu, load_gpus
-from selector.engines import Engine, get_engine, gpu_platform
+from catalog import Gpu, find_gpu, load_gpus, load_handbook
+from selector.engines import ServingEngine, get_engine, gpu_platform
 from selector.errors import SelectorError
-from selector.inputs import AdviceRequest
+from selector.inputs import MIN_CONTEXT_TOKENS, AdviceRequest
 from selector.kvcache import eight_bit_kv
 from selector.launch import LaunchCommand, Plan, launch_command
 from selector.memory import MemoryFit, fit, memory_pressure, min_gpus
 from selector.models import CUSTOM_MODEL, ModelSpec, custom_model, find_model
 from selector.quantization import AUTO, gate, get_quant, weights_gb
-from selector.rules import Rule, load_rules, matching
+from selector.rules import Explained, Rule, load_rules, matching, render
 from selector.speculative import Speculative, decide_speculative
-
-# Lighter formats to try, in order of preference, when the chosen one does not fit.
-FIT_FALLBACKS = ("fp8", "w8a8-int8", "awq", "nvfp4", "gguf-q4_k_m")
-
-UNPAGED_ENGINES = frozenset({"llama.cpp", "ollama"})  # per-slot contiguous KV, no PagedAttention
 
 
 class Decision(BaseModel):
@@ -133,7 +129,7 @@ def gpu_class(gpu: Gpu) -> str:
     """apple, consumer, fp8_datacenter (H-series, B200, MI300X) or datacenter."""
     if gpu.kind in {"apple", "consumer"}:
         return gpu.kind
-    if gpu.native_fp8 and (gpu_platform(gpu) == "amd" or (gpu.sm or 0) >= 9.0):
+    if gpu.native_fp8 and (gpu_platform(gpu) == "amd" or (gpu.sm or 0) >= load_rules().facts.fp8_datacenter_min_sm):
         return "fp8_datacenter"
     return "datacenter"
 
@@ -142,13 +138,25 @@ def _yn(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
+def _engine_values(engine: ServingEngine) -> dict[str, object]:
+    """What a statement about an engine may name: {engine}, {engine_source} and the catalog's wording."""
+    return {
+        "engine": engine.name,
+        "engine_source": engine.source,
+        "hardware": engine.hardware,
+        "formats": engine.quant_formats,
+        "engine_prefix_caching": engine.prefix_caching,
+        "engine_chunked_prefill": engine.chunked_prefill,
+    }
+
+
 class _Advisor:
     """One advice run: collects decisions and warnings as it goes."""
 
     def __init__(self, request: AdviceRequest) -> None:
         self.request = request
-        self.limits = load_rules().limits
         self.book = load_rules()
+        self.limits = self.book.limits
         self.gpu = find_gpu(request.gpu)
         self.model = resolve_model(request)
         self.decisions: list[Decision] = []
@@ -199,28 +207,36 @@ class _Advisor:
             "model": self.model.name,
             "concurrency": str(r.concurrency),
             "context": str(self.context),
-            "concurrency_band": "high" if r.concurrency >= self.limits.high_concurrency else "low",
+            "concurrency_band": "high" if r.concurrency >= self.book.facts.high_concurrency else "low",
             **extra,
         }
 
     def decide(
-        self, topic: str, choice: str, rule: Rule | str, reason: str, source: str = "", handbook: str = ""
+        self,
+        topic: str,
+        choice: str,
+        rule: Explained,
+        values: Mapping[str, object] | None = None,
+        *,
+        reason: str | None = None,
+        source: str | None = None,
+        handbook: str = "",
     ) -> None:
-        rule_id = rule if isinstance(rule, str) else rule.id
-        rule_source = "" if isinstance(rule, str) else rule.source
+        """Record a decision under its rule: the rule's reason and source filled with `values`, unless given."""
+        filled = values or {}
         self.decisions.append(
             Decision(
                 topic=topic,
                 choice=choice,
-                rule_id=rule_id,
-                reason=reason,
-                source=source or rule_source,
+                rule_id=rule.id,
+                reason=rule.reason_for(filled) if reason is None else reason,
+                source=rule.source_for(filled) if source is None else source,
                 handbook_choice=handbook,
             )
         )
 
     # -- engine -------------------------------------------------------------------------------------------------
-    def choose_engine(self) -> tuple[Engine, Engine, str]:
+    def choose_engine(self) -> tuple[ServingEngine, ServingEngine, str]:
         facts = self.facts()
         rules = matching(self.book.engine, facts)
         r = self.request
@@ -238,10 +254,8 @@ class _Advisor:
             self.decide(
                 "hardware gate",
                 f"not {engine.name}",
-                "gate.engine_hardware",
-                f"The handbook's row '{rule.id}' picks {engine.name}, but it does not run on {self.gpu.name} "
-                f"({engine.hardware}).",
-                engine.source,
+                self.book.engine_hardware_gate,
+                {**facts, **_engine_values(engine), "row": rule.id},
             )
         if tree_rule is None:  # every catalog GPU runs vLLM or llama.cpp, so the catch-all rows always apply
             raise SelectorError(f"No engine in the catalog runs on {self.gpu.name}.")
@@ -260,26 +274,26 @@ class _Advisor:
                 )
             else:
                 runner = engine if engine.id != pinned.id else get_engine(tree_rule.runner_up)
-                self.decide(
-                    "engine",
-                    pinned.id,
-                    "engine.pinned",
-                    f"You pinned {pinned.name}; the rules would pick {engine.name} ({tree_rule.reason_for(facts)})",
-                    pinned.source,
-                )
+                values = {
+                    **facts,
+                    **_engine_values(pinned),
+                    "rule_engine": engine.name,
+                    "rule_reason": tree_rule.reason_for(facts),
+                }
+                self.decide("engine", pinned.id, self.book.engine_pinned, values)
                 return pinned, self._runner_up(runner, pinned, rules), runner.name + " is what the rules pick here."
         self.decide(
             "engine",
             engine.id,
             tree_rule,
-            tree_rule.reason_for(facts),
+            facts,
             handbook=tree_rule.handbook if tree_rule.handbook != engine.name else "",
         )
         runner = self._runner_up(get_engine(tree_rule.runner_up), engine, rules)
-        self.decide("runner_up", runner.id, tree_rule, tree_rule.switch_when)
+        self.decide("runner_up", runner.id, tree_rule, reason=tree_rule.switch_when)
         return engine, runner, tree_rule.switch_when
 
-    def _runner_up(self, preferred: Engine, engine: Engine, rules: list[Rule]) -> Engine:
+    def _runner_up(self, preferred: ServingEngine, engine: ServingEngine, rules: list[Rule]) -> ServingEngine:
         options = [
             preferred,
             *(get_engine(rule.choice) for rule in rules),
@@ -293,7 +307,7 @@ class _Advisor:
         return engine
 
     # -- quantization -------------------------------------------------------------------------------------------
-    def choose_quant(self, engine: Engine) -> str:
+    def choose_quant(self, engine: ServingEngine) -> str:
         r = self.request
         pressure = memory_pressure(
             self.model, self.gpu, gpus=r.gpus, split_kind=engine.split, context=self.context, concurrency=r.concurrency
@@ -308,13 +322,13 @@ class _Advisor:
             elif r.quant not in engine.quant_methods:
                 self.warnings.append(f"{engine.name} does not serve {pinned.name}; showing the rules' choice instead.")
             else:
-                self.decide(
-                    "quantization",
-                    r.quant,
-                    "quant.pinned",
-                    f"You pinned {pinned.name}. {checked.reason}",
-                    pinned.source,
-                )
+                values: dict[str, object] = {
+                    **facts,
+                    "method": pinned.name,
+                    "method_source": pinned.source,
+                    "gate": checked.reason,
+                }
+                self.decide("quantization", r.quant, self.book.quantization_pinned, values)
                 if checked.degraded:
                     self.warnings.append(checked.reason)
                 return r.quant
@@ -322,38 +336,35 @@ class _Advisor:
             checked = gate(rule.choice, self.gpu)
             method = get_quant(rule.choice)
             if not checked.allowed:
-                self.decide("architecture gate", f"not {method.name}", rule, checked.reason)
+                self.decide(
+                    "architecture gate",
+                    f"not {method.name}",
+                    rule,
+                    reason=checked.reason,
+                    source=f"{rule.source}; {checked.source}",
+                )
                 continue
             if rule.choice not in engine.quant_methods:
-                self.decide(
-                    "engine gate",
-                    f"not {method.name}",
-                    "gate.engine_quant",
-                    f"{engine.name} does not serve {method.name} ({engine.quant_formats}).",
-                    engine.source,
-                )
+                values = {**facts, **_engine_values(engine), "row": rule.id, "method": method.name}
+                self.decide("engine gate", f"not {method.name}", self.book.quantization_engine_gate, values)
                 continue
             reason = rule.reason_for(facts)
             if checked.degraded:
                 reason += " " + checked.reason
-            self.decide("quantization", rule.choice, rule, reason, handbook=rule.handbook)
+            self.decide("quantization", rule.choice, rule, reason=reason, handbook=rule.handbook)
             return rule.choice
         fallback = engine.quant_methods[0]
-        self.decide(
-            "quantization",
-            fallback,
-            "quant.engine_only",
-            f"{engine.name} serves {get_quant(fallback).name}.",
-            engine.source,
-        )
+        values = {**facts, **_engine_values(engine), "method": get_quant(fallback).name}
+        self.decide("quantization", fallback, self.book.quantization_engine_only, values)
         return fallback
 
-    def fit_quant(self, engine: Engine, quant: str, kv: str) -> str:
+    def fit_quant(self, engine: ServingEngine, quant: str, kv: str) -> str:
         """Step to a lighter format when the chosen one does not fit at all."""
         current = self._fit(engine, quant, kv)
         if current.fits or self.request.quant != AUTO:
             return quant
-        for option in FIT_FALLBACKS:
+        step = self.book.quantization_fit
+        for option in step.fallbacks:
             if (
                 option not in engine.quant_methods
                 or not gate(option, self.gpu).allowed
@@ -363,20 +374,20 @@ class _Advisor:
             if weights_gb(self.model, option) >= weights_gb(self.model, quant):
                 continue
             if self._fit(engine, option, kv).fits:
-                self.decide(
-                    "quantization",
-                    option,
-                    "quant.fit",
-                    f"{get_quant(quant).name} weights ({weights_gb(self.model, quant):.1f} GB) do not fit on "
-                    f"{self.request.gpus}x {self.gpu.name}; {get_quant(option).name} "
-                    f"({weights_gb(self.model, option):.1f} GB) does.",
-                    get_quant(option).source,
-                )
+                values = {
+                    **self.facts(),
+                    "from_method": get_quant(quant).name,
+                    "from_weights_gb": weights_gb(self.model, quant),
+                    "to_method": get_quant(option).name,
+                    "to_weights_gb": weights_gb(self.model, option),
+                    "to_source": get_quant(option).source,
+                }
+                self.decide("quantization", option, step, values)
                 return option
         return quant
 
     # -- KV cache -----------------------------------------------------------------------------------------------
-    def choose_kv(self, engine: Engine, quant: str) -> str:
+    def choose_kv(self, engine: ServingEngine, quant: str) -> str:
         sixteen = self._fit(engine, quant, "auto")
         facts = self.facts(kv_pressure=_yn(not sixteen.meets_concurrency))
         eight = eight_bit_kv(engine)
@@ -384,11 +395,11 @@ class _Advisor:
             if rule.choice == "8bit" and eight is None:
                 continue
             choice = eight if rule.choice == "8bit" and eight else "auto"
-            self.decide("kv_cache_dtype", choice, rule, rule.reason_for(facts))
+            self.decide("kv_cache_dtype", choice, rule, facts)
             return choice
         return "auto"
 
-    def _fit(self, engine: Engine, quant: str, kv: str, gpus: int | None = None) -> MemoryFit:
+    def _fit(self, engine: ServingEngine, quant: str, kv: str, gpus: int | None = None) -> MemoryFit:
         return fit(
             self.model,
             self.gpu,
@@ -402,11 +413,11 @@ class _Advisor:
         )
 
     # -- memory suggestions -------------------------------------------------------------------------------------
-    def suggestions(self, engine: Engine, quant: str, kv: str, result: MemoryFit) -> list[str]:
+    def suggestions(self, engine: ServingEngine, quant: str, kv: str, result: MemoryFit) -> list[str]:
         r, out = self.request, list[str]()
         if result.meets_concurrency:
             return out
-        for option in FIT_FALLBACKS:
+        for option in self.book.quantization_fit.fallbacks:
             if (
                 option == quant
                 or option not in engine.quant_methods
@@ -445,7 +456,7 @@ class _Advisor:
             shorter = int(
                 result.kv_budget_gb_per_gpu / per_seq * self.context / math.ceil(r.concurrency / result.replicas)
             )
-            if shorter >= 128:
+            if shorter >= MIN_CONTEXT_TOKENS:
                 out.append(f"Shorter context: about {shorter} tokens per sequence lets {r.concurrency} sequences fit.")
         if not result.fits and need is None:
             fits_any = min_gpus(
@@ -462,12 +473,12 @@ class _Advisor:
                 self.warnings.append(self._nowhere_message(engine, quant, kv))
         return out
 
-    def _nowhere_message(self, engine: Engine, quant: str, kv: str) -> str:
+    def _nowhere_message(self, engine: ServingEngine, quant: str, kv: str) -> str:
         best: tuple[float, str] | None = None
         for gpu in load_gpus():
             if not engine.runs_on_gpu(gpu):
                 continue
-            for option in (quant, *FIT_FALLBACKS):
+            for option in (quant, *self.book.quantization_fit.fallbacks):
                 if option not in engine.quant_methods or not gate(option, gpu).allowed:
                     continue
                 count = min_gpus(
@@ -502,53 +513,16 @@ class _Advisor:
         quant = self.fit_quant(engine, quant, "auto")
         kv = self.choose_kv(engine, quant)
         result = self._fit(engine, quant, kv)
-        limits = self.limits
-        offload_gb = None
-        if result.fits and not result.meets_concurrency and engine.id in {"vllm", "sglang"}:
-            overflow = r.concurrency / max(1, result.max_concurrent_sequences)
-            if overflow <= limits.offload_max_overflow:
-                offload_gb = math.ceil(result.kv_shortfall_gb_per_gpu * result.split * result.replicas * 1.074) + 1
-                self.decide(
-                    "kv_offload",
-                    f"{offload_gb} GiB",
-                    "kv.offload_peaks",
-                    f"Peaks of {r.concurrency} sequences exceed the {result.max_concurrent_sequences} the GPUs "
-                    "hold by a little, so offload KV to CPU memory for peaks only (a few hundred ms of jitter).",
-                    f"handbook 5.3 (offload for peaks only); {engine.source}",
-                    handbook="--swap-space 16" if engine.id == "vllm" else "",
-                )
-        if offload_gb is None:
-            self.decide(
-                "kv_offload",
-                "off",
-                "kv.offload_off",
-                "KV offload to CPU only protects peaks and adds latency jitter; "
-                + (
-                    "it is not needed here."
-                    if result.meets_concurrency or not result.fits
-                    else f"{engine.name} has no peak offload, or the gap is too large for it."
-                ),
-                "handbook 5.3 (offload to CPU memory for peaks only)",
-            )
+        offload_gb = self._offload_decision(engine, result)
         result = result.model_copy(update={"suggestions": tuple(self.suggestions(engine, quant, kv, result))})
         self._memory_decision(result)
-        if result.fits and result.max_concurrent_sequences and engine.id not in UNPAGED_ENGINES:
+        if result.fits and result.max_concurrent_sequences and engine.id not in self.book.paging.engines_without_paging:
             self._paging_decision(result.max_concurrent_sequences)
         self._caching_decisions(engine)
         facts = self.facts(engine_has_spec=_yn(bool(engine.spec_methods)))
         spec = decide_speculative(self.model, engine, facts)
-        self.decide("speculative", spec.method, spec.rule_id, spec.reason, spec.source)
-        max_seqs = min(limits.max_num_seqs_max, max(limits.max_num_seqs_min, 2 ** math.ceil(math.log2(r.concurrency))))
-        batched = limits.batched_tokens_latency if r.priority.value == "latency" else limits.batched_tokens_throughput
-        favours = "smooth decode" if batched == limits.batched_tokens_latency else "throughput"
-        self.decide(
-            "batching",
-            f"max-num-seqs {max_seqs}, max-num-batched-tokens {batched}",
-            "batching.checklist",
-            f"{max_seqs} sequences per step covers a target of {r.concurrency}; "
-            f"{batched} tokens per step favours {favours}.",
-            limits.source,
-        )
+        self.decide("speculative", spec.method, self.book.get(spec.rule_id), reason=spec.reason, source=spec.source)
+        max_seqs, batched = self._batching_decision()
         plan_kwargs = {
             "model": self.model,
             "split": result.split,
@@ -556,7 +530,7 @@ class _Advisor:
             "context": self.context,
             "max_num_seqs": max_seqs,
             "batched_tokens": batched,
-            "gpu_memory_utilization": limits.gpu_memory_utilization,
+            "gpu_memory_utilization": self.limits.gpu_memory_utilization,
             "slots": max(1, min(r.concurrency, result.max_concurrent_sequences)),
         }
         launch = launch_command(
@@ -606,23 +580,53 @@ class _Advisor:
             warnings=tuple(self.warnings),
         )
 
+    def _offload_decision(self, engine: ServingEngine, result: MemoryFit) -> int | None:
+        """Offload KV to CPU memory for peaks only, when the GPUs hold a little less than the target (GiB, or None)."""
+        peaks, off = self.book.kv_offload_peaks, self.book.kv_offload_off
+        values = {**self.facts(), **_engine_values(engine), **result.model_dump(), "max_overflow": peaks.max_overflow}
+        overflow = self.request.concurrency / max(1, result.max_concurrent_sequences)
+        if result.meets_concurrency or not result.fits:
+            why = off.not_needed
+        elif engine.id not in peaks.engines:
+            why = off.no_engine_support
+        elif overflow > peaks.max_overflow:
+            why = off.gap_too_large
+        else:
+            gpus = result.split * result.replicas
+            offload_gb = math.ceil(result.kv_shortfall_gb_per_gpu * gpus * peaks.size_factor) + peaks.extra_gib
+            self.decide("kv_offload", f"{offload_gb} GiB", peaks, values, handbook=peaks.handbook_for(engine.id))
+            return offload_gb
+        self.decide("kv_offload", "off", off, {**values, "why": render(why, values)})
+        return None
+
+    def _batching_decision(self) -> tuple[int, int]:
+        """The checklist's max-num-seqs and max-num-batched-tokens for this target and priority."""
+        r, batching = self.request, self.book.batching
+        power_of_two = 2 ** math.ceil(math.log2(r.concurrency))
+        max_seqs = min(batching.max_num_seqs_max, max(batching.max_num_seqs_min, power_of_two))
+        latency = r.priority.value == "latency"
+        batched = batching.batched_tokens_latency if latency else batching.batched_tokens_throughput
+        values = {
+            **self.facts(),
+            "max_num_seqs": max_seqs,
+            "batched_tokens": batched,
+            "favours": batching.favours_latency if latency else batching.favours_throughput,
+        }
+        self.decide("batching", f"max-num-seqs {max_seqs}, max-num-batched-tokens {batched}", batching, values)
+        return max_seqs, batched
+
     def _memory_decision(self, result: MemoryFit) -> None:
+        statement = self.book.memory_fit
+        values = {**self.facts(), **result.model_dump(), "limits_source": self.limits.source}
         if result.fits:
-            text = (
-                f"{result.weights_gb:.1f} GB of weights over {result.split} GPU(s) leave "
-                f"{result.kv_budget_gb_per_gpu:.1f} GB per GPU for KV at {result.kv_bytes_per_token_per_gpu:,} bytes "
-                f"per token: up to {result.max_concurrent_sequences} sequences of {result.context_tokens} tokens."
-            )
+            reason = statement.reason_for(values)
             choice = (
                 "fits"
                 if result.meets_concurrency
                 else f"fits {result.max_concurrent_sequences} of {result.target_concurrency}"
             )
         else:
-            text = (
-                f"{result.weights_gb:.1f} GB of weights over {result.split} GPU(s) leave no room for even one "
-                f"sequence of {result.context_tokens} tokens in {result.memory_gb_per_gpu:g} GB per GPU."
-            )
+            reason = render(statement.reason_no_fit, values)
             choice = "does not fit"
             self.warnings.append(
                 f"{self.model.name} does not fit on {self.request.gpus}x {self.gpu.name}. "
@@ -633,22 +637,13 @@ class _Advisor:
                 f"Only {result.max_concurrent_sequences} of the {result.target_concurrency} target "
                 "sequences fit. " + " ".join(result.suggestions)
             )
-        self.decide(
-            "memory",
-            choice,
-            "memory.fit",
-            text,
-            "KV bytes per token = 2 x layers x KV heads x head size x dtype bytes (model config.json); "
-            f"{self.limits.source}",
-        )
+        self.decide("memory", choice, statement, values, reason=reason)
         if result.replicas > 1 or result.split > 1:
             self.decide(
                 "parallelism",
                 f"tensor parallel {result.split} x {result.replicas} replica(s)",
-                "memory.split",
-                f"Each copy spans {result.split} GPU(s) ({self.model.attention_heads} attention heads must "
-                f"divide evenly); {result.replicas} copies share the traffic.",
-                "vLLM/SGLang: tensor parallel size must divide the attention heads",
+                self.book.memory_split,
+                {**values, "attention_heads": self.model.attention_heads},
             )
 
     def _paging_decision(self, full_context_sequences: int) -> None:
@@ -657,40 +652,32 @@ class _Advisor:
         block = paging.block_tokens
         used = math.ceil(self.context * paging.example_fill / block) * block
         paged = int(full_context_sequences * self.context / used)
-        reason = paging.reason.format(
-            context=self.context, block=block, used=used, paged=paged, full=full_context_sequences
-        )
-        self.decide("kv_paging", f"paged, {block}-token blocks", "kv.paged", reason, paging.source)
+        values = {"context": self.context, "block": block, "used": used, "paged": paged, "full": full_context_sequences}
+        self.decide("kv_paging", f"paged, {block}-token blocks", paging, values)
 
-    def _caching_decisions(self, engine: Engine) -> None:
+    def _caching_decisions(self, engine: ServingEngine) -> None:
+        values = {
+            **self.facts(),
+            **_engine_values(engine),
+            "prompt_reuse_share": load_handbook().levers.prefix_caching.prompt_reuse_share,
+        }
         if engine.prefix_caching_default == "on":
-            handbook = "--enable-prefix-caching" if engine.id == "vllm" else ""
+            default_on = self.book.prefix_caching_default_on
             self.decide(
                 "prefix_caching",
                 "on (engine default)",
-                "kv.prefix_default_on",
-                f"{engine.name} caches shared prefixes by default ({engine.prefix_caching}); system prompts "
-                "reused at 80% cut TTFT 60-90%.",
-                f"handbook 5.2 and 6.2; {engine.source}",
-                handbook=handbook,
+                default_on,
+                values,
+                handbook=default_on.handbook_for(engine.id),
             )
         else:
+            flag = self.book.prefix_caching_flag
             self.decide(
-                "prefix_caching",
-                "on (--enable-prefix-caching)",
-                "kv.prefix_enable_flag",
-                f"{engine.name}'s prefix caching is off by default, so the command turns it on; the handbook "
-                "says always enable it.",
-                f"handbook 6.2; {engine.source}",
+                "prefix_caching", "on (--enable-prefix-caching)", flag, values, handbook=flag.handbook_for(engine.id)
             )
-        handbook = "--enable-chunked-prefill" if engine.id == "vllm" else ""
+        chunked = self.book.chunked_prefill
         self.decide(
-            "chunked_prefill",
-            engine.chunked_prefill,
-            "kv.chunked_prefill",
-            f"Chunked prefill keeps long prompts from stalling decode: {engine.name}: {engine.chunked_prefill}.",
-            f"handbook 6.2; {engine.source}",
-            handbook=handbook,
+            "chunked_prefill", engine.chunked_prefill, chunked, values, handbook=chunked.handbook_for(engine.id)
         )
 
 

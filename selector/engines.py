@@ -20,8 +20,8 @@ def _split(value: object) -> object:
     return tuple(a.strip() for a in value.split(";") if a.strip()) if isinstance(value, str) else value
 
 
-class Engine(BaseModel):
-    """One engine row of selector/data/engines.csv."""
+class ServingEngine(BaseModel):
+    """An inference engine: one row of selector/data/engines.csv (not a database engine)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -76,18 +76,18 @@ def gpu_platform(gpu: Gpu) -> Platform:
 
 
 @cache
-def load_engines() -> tuple[Engine, ...]:
+def load_engines() -> tuple[ServingEngine, ...]:
     """Every engine, in file order."""
     with ENGINES_CSV.open(newline="", encoding="utf-8") as handle:
-        return tuple(Engine.model_validate(row) for row in csv.DictReader(handle))
+        return tuple(ServingEngine.model_validate(row) for row in csv.DictReader(handle))
 
 
-def get_engine(engine_id: str) -> Engine:
+def get_engine(engine_id: str) -> ServingEngine:
     """An engine by its exact id."""
     return {e.id: e for e in load_engines()}[engine_id]
 
 
-def find_engine(name: str) -> Engine:
+def find_engine(name: str) -> ServingEngine:
     """Look an engine up forgivingly ('trtllm', 'TensorRT-LLM', 'vllm')."""
     engines = {e.id: e for e in load_engines()}
     found, candidates = match_names(name, {e.id: (e.id, e.name, *e.aliases) for e in engines.values()})

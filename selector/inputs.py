@@ -16,6 +16,7 @@ from selector.rules import load_rules
 
 _DEFAULTS = load_rules().defaults
 _LIMITS = load_rules().limits
+MIN_CONTEXT_TOKENS = 128
 MAX_CONTEXT_TOKENS = 1_048_576
 MAX_CONCURRENCY = 4096
 
@@ -127,10 +128,18 @@ class AdviceRequest(BaseModel):
         default=YesNo(_DEFAULTS.build_engines), alias="build_engines", title="Team will build engines"
     )
     context: int = Field(
-        default=_DEFAULTS.context, alias="context", ge=128, le=MAX_CONTEXT_TOKENS, title="Context length (tokens)"
+        default=_DEFAULTS.context,
+        alias="context",
+        ge=MIN_CONTEXT_TOKENS,
+        le=MAX_CONTEXT_TOKENS,
+        title="Context length (tokens)",
     )
     concurrency: int = Field(
-        default=_DEFAULTS.concurrency, alias="concurrency", ge=1, le=MAX_CONCURRENCY, title="Target concurrency"
+        default=load_handbook().seed_benchmark.concurrency,
+        alias="concurrency",
+        ge=1,
+        le=MAX_CONCURRENCY,
+        title="Target concurrency",
     )
     engine: str = Field(
         default=AUTO,
@@ -151,7 +160,11 @@ class AdviceRequest(BaseModel):
     kv_heads: int = Field(default=8, alias="kv_heads", ge=1, le=1024, title="Custom model: KV heads")
     head_dim: int = Field(default=128, alias="head_dim", ge=1, le=1024, title="Custom model: head size")
     max_context: int = Field(
-        default=32768, alias="max_context", ge=128, le=MAX_CONTEXT_TOKENS, title="Custom model: maximum context"
+        default=32768,
+        alias="max_context",
+        ge=MIN_CONTEXT_TOKENS,
+        le=MAX_CONTEXT_TOKENS,
+        title="Custom model: maximum context",
     )
 
     @field_validator("gpu", mode="before")

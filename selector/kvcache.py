@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.engines import Engine
+from selector.engines import ServingEngine
 from selector.models import ModelSpec
 
 KV_DTYPES_CSV = Path(__file__).parent / "data" / "kv_dtypes.csv"
@@ -42,7 +42,7 @@ def load_kv_dtypes() -> dict[str, KvDtype]:
         return {row["id"]: KvDtype.model_validate(row) for row in csv.DictReader(handle)}
 
 
-def eight_bit_kv(engine: Engine) -> str | None:
+def eight_bit_kv(engine: ServingEngine) -> str | None:
     """The engine's 8-bit KV dtype, or None when it has none."""
     return EIGHT_BIT_KV.get(engine.id)
 

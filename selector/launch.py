@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.engines import Engine
+from selector.engines import ServingEngine
 from selector.models import ModelSpec
 from selector.quantization import get_quant
 from selector.speculative import Speculative
@@ -19,7 +19,7 @@ class Plan(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    engine: Engine
+    engine: ServingEngine
     model: ModelSpec
     quant: str
     kv_dtype: str

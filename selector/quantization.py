@@ -12,11 +12,11 @@ from catalog.matching import match_names
 from selector.engines import gpu_platform
 from selector.errors import UnknownQuantizationError
 from selector.models import ModelSpec
+from selector.rules import Statement, load_rules
 
 QUANT_CSV = Path(__file__).parent / "data" / "quantization.csv"
 AUTO = "auto"
 BYTES_PER_GB = 1e9
-MARLIN_MIN_SM = 8.0  # Marlin kernels (and weight-only FP8-Marlin) need Ampere or newer: vLLM supported_hardware.md
 
 Need = Literal["none", "fp8", "marlin", "int8", "fp4"]
 
@@ -49,14 +49,16 @@ class QuantMethod(BaseModel):
 
 
 class Gate(BaseModel):
-    """Whether a method runs on a GPU, how (full, degraded), and the sentence that says why."""
+    """Whether a method runs on a GPU and how (full, degraded): the gate's rule id, its sentence and its source."""
 
     model_config = ConfigDict(frozen=True)
 
     method: str
     allowed: bool
     degraded: bool = False
+    rule_id: str
     reason: str
+    source: str
 
 
 @cache
@@ -82,65 +84,55 @@ def find_quant(name: str) -> QuantMethod:
     return methods[found]
 
 
+def _sm(compute_capability: float) -> str:
+    """A compute capability as NVIDIA writes it in kernel names: 8.0 -> sm80, 10.0 -> sm100."""
+    return f"sm{round(compute_capability * 10)}"
+
+
 def gate(method_id: str, gpu: Gpu) -> Gate:
     """Check a method against a GPU's architecture: what runs natively, what runs degraded, what cannot run."""
     method = get_quant(method_id)
+    gates = load_rules().gates
     platform = gpu_platform(gpu)
     sm = gpu.sm
-    if platform not in method.vendors:
+    values: dict[str, object] = {
+        "method": method.name,
+        "method_source": method.source,
+        "min_sm": method.min_sm,
+        "fallback": method.older_arch_fallback,
+        "gpu": gpu.name,
+        "arch": gpu.arch,
+        "platform": platform,
+        "sm": gpu.compute_capability if sm is None else _sm(sm),
+        "marlin_sm": _sm(gates.marlin_min_sm),
+    }
+
+    def outcome(statement: Statement, *, allowed: bool, degraded: bool = False) -> Gate:
+        reason, source = statement.reason_for(values), statement.source_for(values)
         return Gate(
-            method=method_id,
-            allowed=False,
-            reason=f"{method.name} has no kernels for {gpu.name} ({platform}); use GGUF on Apple/CPU "
-            "or FP8 on AMD instead.",
+            method=method_id, allowed=allowed, degraded=degraded, rule_id=statement.id, reason=reason, source=source
         )
+
+    marlin_arch = sm is not None and sm >= gates.marlin_min_sm
+    if platform not in method.vendors:
+        return outcome(gates.no_kernels, allowed=False)
     if method.needs == "fp4":
         if gpu.native_fp4:
-            return Gate(method=method_id, allowed=True, reason=f"{gpu.name} has FP4 tensor cores (Blackwell).")
-        return Gate(
-            method=method_id,
-            allowed=False,
-            reason=f"{method.name} needs Blackwell FP4 tensor cores (sm100/sm120); {gpu.name} is "
-            f"{gpu.arch} (sm{gpu.compute_capability}).",
-        )
+            return outcome(gates.fp4_native, allowed=True)
+        return outcome(gates.fp4_missing, allowed=False)
     if method.needs == "fp8":
         if gpu.native_fp8:
-            return Gate(
-                method=method_id, allowed=True, reason=f"{gpu.name} computes FP8 natively (sm89 or newer, or MI300)."
-            )
-        if platform == "nvidia" and sm is not None and sm >= MARLIN_MIN_SM:
-            return Gate(
-                method=method_id,
-                allowed=True,
-                degraded=True,
-                reason=f"FP8 compute needs sm89 or newer; on {gpu.name} (sm{gpu.compute_capability}) FP8 "
-                f"runs as {method.older_arch_fallback}.",
-            )
-        return Gate(
-            method=method_id,
-            allowed=False,
-            reason=f"FP8 needs sm89+ for compute or sm80+ for weight-only FP8-Marlin; {gpu.name} has neither.",
-        )
+            return outcome(gates.fp8_native, allowed=True)
+        if platform == "nvidia" and marlin_arch:
+            return outcome(gates.fp8_weight_only, allowed=True, degraded=True)
+        return outcome(gates.fp8_missing, allowed=False)
     if sm is not None and sm < method.min_sm:
-        return Gate(
-            method=method_id,
-            allowed=False,
-            reason=f"{method.name} needs compute capability {method.min_sm:g} or newer; {gpu.name} is "
-            f"sm{gpu.compute_capability}.",
-        )
-    if method.needs == "marlin" and not (gpu.marlin_kernels and sm is not None and sm >= MARLIN_MIN_SM):
-        return Gate(
-            method=method_id,
-            allowed=True,
-            degraded=True,
-            reason=f"Marlin kernels need sm80 or newer; on {gpu.name} {method.name} runs on "
-            f"{method.older_arch_fallback}.",
-        )
+        return outcome(gates.below_min_sm, allowed=False)
+    if method.needs == "marlin" and not (gpu.marlin_kernels and marlin_arch):
+        return outcome(gates.marlin_missing, allowed=True, degraded=True)
     if method.needs == "marlin":
-        return Gate(
-            method=method_id, allowed=True, reason=f"{gpu.name} (sm{gpu.compute_capability}) runs Marlin kernels."
-        )
-    return Gate(method=method_id, allowed=True, reason=f"{method.name} runs on {gpu.name}.")
+        return outcome(gates.marlin, allowed=True)
+    return outcome(gates.runs, allowed=True)
 
 
 def weights_bytes(model: ModelSpec, method_id: str) -> float:

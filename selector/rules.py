@@ -1,27 +1,51 @@
-"""The advisor's rules, read from rules.toml: ordered rows of (facts -> choice, reason, source), plus the limits."""
+"""The advisor's rules, read from rules.toml: ordered rows, computed decisions and gates, with reasons and sources."""
 
 import tomllib
-from collections.abc import Iterable, Mapping
-from functools import cache
+from collections.abc import Iterable, Iterator, Mapping
+from functools import cache, cached_property
 from pathlib import Path
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 RULES_TOML = Path(__file__).parent / "data" / "rules.toml"
 
 Facts = Mapping[str, str]
 
 
-class Rule(BaseModel):
-    """One row: when every fact in `when` matches (a list means any of), the rule chooses `choice`."""
+class _Lenient(dict[str, object]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def render(template: str, values: Mapping[str, object]) -> str:
+    """Fill a template's {placeholders}; an unknown one is left as written (the rule-id tests look for those)."""
+    return template.format_map(_Lenient(values))
+
+
+class Explained(BaseModel):
+    """Anything the advisor can cite: a rule id, one readable sentence of reason and its source (both templates)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
-    when: dict[str, str | list[str]]
-    choice: str
     reason: str
     source: str
+
+    def reason_for(self, values: Mapping[str, object]) -> str:
+        """The reason with its {placeholders} filled in."""
+        return render(self.reason, values)
+
+    def source_for(self, values: Mapping[str, object]) -> str:
+        """The source with its {placeholders} filled in."""
+        return render(self.source, values)
+
+
+class Rule(Explained):
+    """One row: when every fact in `when` matches (a list means any of), the rule chooses `choice`."""
+
+    when: dict[str, str | list[str]]
+    choice: str
     runner_up: str = ""
     switch_when: str = ""
     handbook: str = ""
@@ -36,18 +60,24 @@ class Rule(BaseModel):
                 return False
         return True
 
-    def reason_for(self, values: Mapping[str, object]) -> str:
-        """The reason with its {placeholders} filled in."""
-        return self.reason.format_map(_Lenient(values))
 
+class Statement(Explained):
+    """A decision the advisor computes in code rather than picks from a table.
 
-class _Lenient(dict[str, object]):
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+    `handbook` is what the handbook wrote for it; when it is a flag of one engine (`handbook_engine`, the handbook
+    was written against vLLM 0.6.5), it is shown only beside that engine.
+    """
+
+    handbook: str = ""
+    handbook_engine: str = ""
+
+    def handbook_for(self, engine_id: str) -> str:
+        """The handbook's choice, if it applies to this engine."""
+        return self.handbook if self.handbook_engine in {"", engine_id} else ""
 
 
 class Defaults(BaseModel):
-    """The inputs a page or the CLI starts from."""
+    """The inputs a page or the CLI starts from (the GPU and the concurrency are the handbook's, in handbook.toml)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -58,12 +88,11 @@ class Defaults(BaseModel):
     deploy: str
     build_engines: str
     context: int
-    concurrency: int
     source: str
 
 
 class Limits(BaseModel):
-    """Thresholds and engine defaults the rules and the memory fit use."""
+    """What the memory fit may use of a node."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -71,27 +100,104 @@ class Limits(BaseModel):
     gpu_memory_utilization: float
     apple_gpu_memory_share: float
     runtime_overhead_gb_per_gpu: float
+    source: str
+
+
+class FactThresholds(BaseModel):
+    """Where the facts the rules match on change value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     high_concurrency: int
-    offload_max_overflow: float
-    tiny_draft_ratio: float
+    fp8_datacenter_min_sm: float
+    source: str
+
+
+class QuantizationFit(Statement):
+    """Step to a lighter format when the chosen one does not fit: the formats to try, in order."""
+
+    fallbacks: tuple[str, ...]
+
+
+class Gates(BaseModel):
+    """The architecture gates of a quantization method on a GPU: one statement per outcome."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    marlin_min_sm: float
+    source: str
+    no_kernels: Statement
+    fp4_native: Statement
+    fp4_missing: Statement
+    fp8_native: Statement
+    fp8_weight_only: Statement
+    fp8_missing: Statement
+    below_min_sm: Statement
+    marlin_missing: Statement
+    marlin: Statement
+    runs: Statement
+
+
+class KvOffloadPeaks(Statement):
+    """Offload KV to CPU memory when peaks exceed what the GPUs hold by a little, on engines that can."""
+
+    engines: tuple[str, ...]
+    max_overflow: float
+    size_factor: float
+    extra_gib: int
+
+
+class KvOffloadOff(Statement):
+    """No offload, and the clause that says why (`{why}` in the reason)."""
+
+    not_needed: str
+    no_engine_support: str
+    gap_too_large: str
+
+
+class MemoryFitStatement(Statement):
+    """The memory fit's sentence; `reason` when it fits, `reason_no_fit` when not even one sequence does."""
+
+    reason_no_fit: str
+
+
+class Paging(Statement):
+    """PagedAttention's block size and the sentence that explains it (handbook 5.1)."""
+
+    block_tokens: int
+    example_fill: float
+    engines_without_paging: tuple[str, ...]
+
+
+class Batching(Statement):
+    """The checklist's batching knobs (handbook 6.2)."""
+
     max_num_seqs_min: int
     max_num_seqs_max: int
     batched_tokens_latency: int
     batched_tokens_throughput: int
-    ngram_speculative_tokens: int
-    ngram_prompt_lookup_max: int
-    source: str
+    favours_latency: str
+    favours_throughput: str
 
 
-class Paging(BaseModel):
-    """PagedAttention's block size and the sentence that explains it (handbook 5.1)."""
+class Speculation(BaseModel):
+    """The n-gram settings and the advice that goes with every speculative decision (handbook 4.3, 4.4, Q4).
+
+    The number of speculative tokens is the handbook's, read from catalog/data/handbook.toml.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    block_tokens: int
-    example_fill: float
-    reason: str
+    prompt_lookup_max: int
+    tiny_draft_ratio: float
+    measure_first: str
+    next_step: str
+    any_next_option: str
+    draft_option: str
+    eagle_option: str
+    tiny_draft: str
     source: str
+    engine_no_ngram: Statement
 
 
 class RuleBook(BaseModel):
@@ -101,15 +207,66 @@ class RuleBook(BaseModel):
 
     defaults: Defaults
     limits: Limits
-    paging: Paging
+    facts: FactThresholds
     engine: tuple[Rule, ...]
+    engine_hardware_gate: Statement
+    engine_pinned: Statement
     quantization: tuple[Rule, ...]
+    quantization_pinned: Statement
+    quantization_engine_gate: Statement
+    quantization_engine_only: Statement
+    quantization_fit: QuantizationFit
+    gates: Gates
     speculative: tuple[Rule, ...]
+    speculation: Speculation
+    memory_fit: MemoryFitStatement
+    memory_split: Statement
+    paging: Paging
     kv_cache: tuple[Rule, ...]
+    kv_offload_peaks: KvOffloadPeaks
+    kv_offload_off: KvOffloadOff
+    prefix_caching_default_on: Statement
+    prefix_caching_flag: Statement
+    chunked_prefill: Statement
+    batching: Batching
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Self:
+        ids = [item.id for item in self.all_explained()]
+        twice = sorted({rule_id for rule_id in ids if ids.count(rule_id) > 1})
+        if twice:
+            raise ValueError(f"rule ids appear more than once in {RULES_TOML.name}: {twice}")
+        return self
 
     def all_rules(self) -> tuple[Rule, ...]:
-        """Every rule of every table."""
+        """Every row of every ordered table."""
         return (*self.engine, *self.quantization, *self.speculative, *self.kv_cache)
+
+    def all_explained(self) -> tuple[Explained, ...]:
+        """Every rule and statement in the book, wherever it sits."""
+        return tuple(_explained(self))
+
+    def get(self, rule_id: str) -> Explained:
+        """A rule or statement by its id."""
+        try:
+            return self._by_id[rule_id]
+        except KeyError:
+            raise KeyError(f"no rule '{rule_id}' in {RULES_TOML.name}") from None
+
+    @cached_property
+    def _by_id(self) -> dict[str, Explained]:
+        return {item.id: item for item in self.all_explained()}
+
+
+def _explained(model: BaseModel) -> Iterator[Explained]:
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            if isinstance(item, Explained):
+                yield item
+            if isinstance(item, BaseModel):
+                yield from _explained(item)
 
 
 @cache

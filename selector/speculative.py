@@ -4,9 +4,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.engines import Engine
+from catalog import load_handbook
+from selector.engines import ServingEngine
 from selector.models import ModelSpec, load_models
-from selector.rules import Facts, Rule, first_match, load_rules
+from selector.rules import Facts, Rule, first_match, load_rules, render
 
 Method = Literal["none", "ngram", "draft_model", "eagle"]
 
@@ -34,58 +35,54 @@ def draft_ratio(draft: ModelSpec, target: ModelSpec) -> float:
 
 def draft_warnings(model: ModelSpec) -> tuple[str, str]:
     """The next step after n-gram (draft model or EAGLE) and, for a tiny draft on a huge target, the warning."""
-    limits = load_rules().limits
+    notes = load_rules().speculation
     drafts = {m.id: m for m in load_models()}
     draft = drafts.get(model.draft_model)
     options = []
     if draft is not None:
-        options.append(f"a draft model ({draft.repo})")
+        options.append(render(notes.draft_option, {"repo": draft.repo}))
     if model.eagle_repo:
-        options.append(f"EAGLE ({model.eagle_repo})")
-    next_step = (
-        "If measured n-gram acceptance stays above 50%, consider " + " or ".join(options) + "."
-        if options
-        else "If measured n-gram acceptance stays above 50%, consider a draft model or EAGLE."
-    )
+        options.append(render(notes.eagle_option, {"repo": model.eagle_repo}))
+    next_step = render(notes.next_step, {"options": " or ".join(options) if options else notes.any_next_option})
     warning = ""
-    if draft is not None and draft_ratio(draft, model) < limits.tiny_draft_ratio:
-        warning = (
-            f"A {draft.params_b:g}B draft for a {model.params_b:g}B target may accept under 40% and slow "
-            "serving down; prefer EAGLE or n-gram."
-        )
+    if draft is not None and draft_ratio(draft, model) < notes.tiny_draft_ratio:
+        warning = render(notes.tiny_draft, {"draft_params_b": draft.params_b, "target_params_b": model.params_b})
     return next_step, warning
 
 
-def decide_speculative(model: ModelSpec, engine: Engine, facts: Facts) -> Speculative:
+def decide_speculative(model: ModelSpec, engine: ServingEngine, facts: Facts) -> Speculative:
     """Apply the speculative rules, then check that the engine has the chosen method."""
     book = load_rules()
-    limits = book.limits
+    notes = book.speculation
     rule: Rule = first_match(book.speculative, facts)
     values = {**facts, "engine": engine.name}
     next_step, tiny = draft_warnings(model)
     warnings = [tiny] if tiny else []
     if rule.choice == "ngram" and "ngram" not in engine.spec_methods:
+        no_ngram = notes.engine_no_ngram
+        detail = {
+            **values,
+            "rule_reason": rule.reason_for(values),
+            "rule_source": rule.source,
+            "engine_speculation": engine.speculative_decoding,
+            "engine_source": engine.source,
+        }
         return Speculative(
             enabled=False,
             method="none",
-            rule_id="spec.engine_no_ngram",
-            reason=f"{rule.reason_for(values)} But {engine.name} has no n-gram speculation "
-            f"({engine.speculative_decoding}); use the runner-up engine for it or leave it off.",
-            source=f"{rule.source}; {engine.source}",
+            rule_id=no_ngram.id,
+            reason=no_ngram.reason_for(detail),
+            source=no_ngram.source_for(detail),
             next_step=next_step,
             warnings=tuple(warnings),
         )
     if rule.choice == "ngram":
-        warnings.insert(
-            0,
-            "Measure acceptance first: below 50-60% a miss wastes both the draft and the verification "
-            "pass, and serving gets slower.",
-        )
+        warnings.insert(0, notes.measure_first)
         return Speculative(
             enabled=True,
             method="ngram",
-            num_speculative_tokens=limits.ngram_speculative_tokens,
-            prompt_lookup_max=limits.ngram_prompt_lookup_max,
+            num_speculative_tokens=load_handbook().levers.speculative_decoding.speculative_tokens,
+            prompt_lookup_max=notes.prompt_lookup_max,
             rule_id=rule.id,
             reason=rule.reason_for(values),
             source=rule.source,
