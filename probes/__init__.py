@@ -29,7 +29,7 @@ from probes.models import (
     Stats,
     TokenSource,
 )
-from probes.runner import Progress, run_probe, run_until
+from probes.runner import Progress, run_probe
 from probes.worker import ProbeRun
 
 __all__ = [
@@ -62,6 +62,5 @@ __all__ = [
     "redact_url",
     "run_probe",
     "run_sync",
-    "run_until",
     "summarize_level",
 ]

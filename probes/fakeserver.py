@@ -8,7 +8,10 @@ Faults (``fault=``): 401, 404, 429 (with Retry-After), 500, reset (TCP RST halfw
 body incomplete), truncate (body ends cleanly without finish reason or [DONE]), malformed (a data line that is
 not JSON), error_in_stream (an error object inside the 200 stream), json_body (a JSON body where a stream was
 asked), big_line (one 1 MiB SSE line, which is valid), never_end (tokens forever), stall (stops sending, keeps
-the connection), no_headers (never answers), no_first_token (headers and role chunk, then nothing).
+the connection), no_headers (never answers), close_no_headers (holds the request ttft_ms, then closes the
+connection without a byte of answer), no_first_token (headers and role chunk, then nothing). ``fault_every=N``
+applies the fault to every N-th request only (by the server's request number), the others are served normally.
+``close_idle_connections()`` closes every keep-alive connection that has no request in flight.
 Run: ``python -m probes.fakeserver --port 8000 --ttft-ms 200 --tpot-ms 20 --tokens 128``.
 """
 
@@ -18,101 +21,29 @@ import contextlib
 import dataclasses
 import json
 import socket
-import struct
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-FAULTS = frozenset(
-    {
-        "",
-        "401",
-        "404",
-        "429",
-        "500",
-        "reset",
-        "close",
-        "truncate",
-        "malformed",
-        "error_in_stream",
-        "json_body",
-        "big_line",
-        "never_end",
-        "stall",
-        "no_headers",
-        "no_first_token",
-    }
+from probes.fakestream import (
+    FAULTS,
+    WORDS,
+    Behaviour,
+    FakeStream,
+    RequestRecord,
+    error_body,
+    prompt_text,
+    prompt_tokens,
 )
-MID_STREAM_FAULTS = frozenset({"reset", "close", "truncate", "malformed", "error_in_stream", "stall"})
-BIG_LINE_BYTES = 1 << 20
-WORDS = (" alpha", " beta", " gamma", " delta", " eps", " zeta", " eta", " theta")
+
+__all__ = ["FAULTS", "Behaviour", "FakeServer", "RequestRecord", "main", "serve_in_thread"]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 PREFIX_BLOCK_WORDS = 16
 MAX_BODY_BYTES = 64 << 20
-
-
-@dataclass(frozen=True)
-class Behaviour:
-    """Timing and faults of one response (server defaults, overridden per request)."""
-
-    ttft_ms: float = 20.0  # from the request's arrival to the first output token
-    tpot_ms: float = 2.0  # between two consecutive tokens
-    tokens: int = 16  # output tokens (capped by the request's max_tokens)
-    tokens_per_chunk: int = 1
-    usage: bool = True  # honour stream_options.include_usage
-    role_chunk: bool = True  # a role-only first chunk, sent with the headers
-    reasoning_tokens: int = 0  # reasoning_content tokens before the content
-    fault: str = ""
-    fault_after: int = -1  # tokens sent before a mid-stream fault; -1: half of the tokens
-    retry_after_s: int = 1
-
-    @classmethod
-    def parse(cls, spec: str, base: "Behaviour") -> "Behaviour":
-        """Apply ``key=value,key=value`` over base; unknown keys raise ValueError."""
-        changes: dict[str, Any] = {}
-        kinds = {f.name: f.type for f in dataclasses.fields(cls)}
-        for part in spec.split(","):
-            if not part.strip():
-                continue
-            key, _, value = part.partition("=")
-            key = key.strip()
-            if key not in kinds:
-                raise ValueError(f"unknown fake behaviour key {key!r}")
-            kind = kinds[key]
-            if kind in (bool, "bool"):
-                changes[key] = value.strip().lower() in ("1", "true", "yes", "on")
-            elif kind in (int, "int"):
-                changes[key] = int(value)
-            elif kind in (float, "float"):
-                changes[key] = float(value)
-            else:
-                changes[key] = value.strip()
-        result = dataclasses.replace(base, **changes)
-        if result.fault not in FAULTS:
-            raise ValueError(f"unknown fault {result.fault!r}")
-        return result
-
-
-@dataclass
-class RequestRecord:
-    """The server's own account of one request (perf_counter seconds)."""
-
-    request_id: str
-    model: str
-    fault: str
-    received_s: float
-    started_s: float | None = None  # when it left the waiting queue (max_running)
-    headers_s: float | None = None
-    token_s: list[float] = field(default_factory=list)  # send time of each output chunk
-    chunk_tokens: list[int] = field(default_factory=list)
-    done_s: float | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return dataclasses.asdict(self)
 
 
 @dataclass
@@ -128,249 +59,21 @@ class _Counters:
     requests: int = 0
 
 
-def _chunk(payload: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(payload), payload)
-
-
-def _sse(obj: Any) -> bytes:
-    return _chunk(b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n")
-
-
-def _error_body(message: str, kind: str, code: Any) -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "code": code, "param": None}}).encode()
-
-
-class _Stream:
-    """One streaming response, driven by loop.call_at at absolute times."""
-
-    def __init__(self, conn: "_Conn", record: RequestRecord, beh: Behaviour, req: dict[str, Any], chat: bool) -> None:
-        self.conn = conn
-        self.server = conn.server
-        self.record = record
-        self.beh = beh
-        self.chat = chat
-        self.model = str(req.get("model", ""))
-        max_tokens = int(req.get("max_tokens") or req.get("max_completion_tokens") or beh.tokens)
-        self.total = beh.tokens if beh.fault == "never_end" else min(beh.tokens, max_tokens)
-        self.finish = "length" if beh.tokens >= max_tokens else "stop"
-        opts = req.get("stream_options") or {}
-        self.usage = beh.usage and bool(opts.get("include_usage"))
-        self.continuous = beh.usage and bool(opts.get("continuous_usage_stats"))
-        self.prompt_tokens = _prompt_tokens(req)
-        self.fault_at = beh.fault_after if beh.fault_after >= 0 else self.total // 2
-        self.sent = 0
-        self.handle: asyncio.TimerHandle | None = None
-        self.anchor = 0.0
-        self.closed = False
-        created = int(time.time())
-        kind = "chat.completion.chunk" if chat else "text_completion"
-        self.head = (
-            f'{{"id":"{record.request_id}","object":"{kind}","created":{created},'
-            f'"model":{json.dumps(self.model)},"choices":[{{"index":0,'
-        ).encode()
-        self.frames: dict[tuple[int, bool], list[bytes]] = {}
-
-    def _frame(self, k: int, reasoning: bool, i: int) -> bytes:
-        if self.continuous:
-            return self._build(k, reasoning, i, usage=True)
-        frames = self.frames.get((k, reasoning))
-        if frames is None:
-            frames = [self._build(k, reasoning, j, usage=False) for j in range(len(WORDS))]
-            self.frames[(k, reasoning)] = frames
-        return frames[i % len(WORDS)]
-
-    def _build(self, k: int, reasoning: bool, i: int, usage: bool) -> bytes:
-        text = "".join(WORDS[(i + j) % len(WORDS)] for j in range(k))
-        if self.chat:
-            key = "reasoning_content" if reasoning else "content"
-            body = f'"delta":{{"{key}":{json.dumps(text)}}},"logprobs":null,"finish_reason":null}}]'
-        else:
-            body = f'"text":{json.dumps(text)},"logprobs":null,"finish_reason":null}}]'
-        if usage:
-            n = self.sent + k
-            body += (
-                f',"usage":{{"prompt_tokens":{self.prompt_tokens},"completion_tokens":{n},'
-                f'"total_tokens":{self.prompt_tokens + n}}}'
-            )
-        return _chunk(b"data: " + self.head + body.encode() + b"}\n\n")
-
-    def start(self) -> None:
-        loop = self.server.loop
-        now = time.perf_counter()
-        self.record.started_s = now
-        self.anchor = loop.time()
-        if self.beh.fault == "no_headers":
-            return
-        headers = [
-            b"HTTP/1.1 200 OK",
-            b"content-type: text/event-stream",
-            b"cache-control: no-cache",
-            b"transfer-encoding: chunked",
-            b"x-request-id: " + self.record.request_id.encode(),
-        ]
-        out = b"\r\n".join(headers) + b"\r\n\r\n"
-        if self.chat and self.beh.role_chunk:
-            out += _chunk(
-                b"data: " + self.head + b'"delta":{"role":"assistant","content":""},'
-                b'"logprobs":null,"finish_reason":null}]}\n\n'
-            )
-        self.conn.transport.write(out)
-        self.record.headers_s = time.perf_counter()
-        if self.beh.fault == "no_first_token":
-            return
-        self._schedule()
-
-    def _schedule(self) -> None:
-        k = max(1, self.beh.tokens_per_chunk)
-        last_token = min(self.sent + k, self.total) - 1 if self.beh.fault != "never_end" else self.sent + k - 1
-        offset_s = (self.beh.ttft_ms + last_token * self.beh.tpot_ms) / 1000.0
-        self.handle = self.server.loop.call_at(self.anchor + offset_s, self._step)
-
-    def _step(self) -> None:
-        self.handle = None
-        if self.closed:
-            return
-        beh = self.beh
-        if beh.fault in MID_STREAM_FAULTS and self.sent >= self.fault_at:
-            self._fault(beh.fault)
-            return
-        endless = beh.fault == "never_end"
-        if not endless and self.sent >= self.total:
-            self._finish()
-            return
-        k = max(1, beh.tokens_per_chunk)
-        if not endless:
-            k = min(k, self.total - self.sent)
-        if beh.fault == "big_line" and self.sent == self.fault_at:
-            frame = self._big_frame()
-        else:
-            frame = self._frame(k, self.sent < beh.reasoning_tokens, self.sent)
-        self.conn.transport.write(frame)
-        self.record.token_s.append(time.perf_counter())
-        self.record.chunk_tokens.append(k)
-        self.sent += k
-        counters = self.server.counters
-        counters.generation_tokens += k
-        if self.server.spec_acceptance is not None:
-            counters.spec_draft += 4 * k
-            counters.spec_accepted += round(4 * k * self.server.spec_acceptance)
-        if (
-            not endless
-            and self.sent >= self.total
-            and not (beh.fault in MID_STREAM_FAULTS and self.sent >= self.fault_at)
-        ):
-            self._finish()
-            return
-        self._schedule()
-
-    def _big_frame(self) -> bytes:
-        text = "x" * BIG_LINE_BYTES
-        if self.chat:
-            body = f'"delta":{{"content":"{text}"}},"finish_reason":null}}]}}'
-        else:
-            body = f'"text":"{text}","finish_reason":null}}]}}'
-        return _chunk(b"data: " + self.head + body.encode() + b"\n\n")
-
-    def _finish(self) -> None:
-        out = b""
-        if self.chat:
-            out += _chunk(
-                b"data: " + self.head + b'"delta":{},"logprobs":null,"finish_reason":"%s"}]}\n\n' % self.finish.encode()
-            )
-        else:
-            out += _chunk(
-                b"data: " + self.head + b'"text":"","logprobs":null,"finish_reason":"%s"}]}\n\n' % self.finish.encode()
-            )
-        if self.usage:
-            usage = {
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.sent,
-                "total_tokens": self.prompt_tokens + self.sent,
-            }
-            out += _chunk(
-                b"data: "
-                + self.head[: self.head.index(b'"choices"')]
-                + b'"choices":[],"usage":'
-                + json.dumps(usage).encode()
-                + b"}\n\n"
-            )
-        out += _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
-        self.conn.transport.write(out)
-        self._done(keep_alive=True)
-
-    def _fault(self, fault: str) -> None:
-        transport = self.conn.transport
-        if fault == "reset":
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            transport.abort()
-            self._done(keep_alive=False)
-        elif fault == "close":
-            transport.close()
-            self._done(keep_alive=False)
-        elif fault == "truncate":
-            transport.write(b"0\r\n\r\n")
-            self._done(keep_alive=True)
-        elif fault == "malformed":
-            transport.write(_chunk(b'data: {"id": "broken", "choices": [\n\n'))
-            self.fault_at = 1 << 62  # continue normally afterwards
-            self._schedule()
-        elif fault == "error_in_stream":
-            err = {"error": {"message": "internal error while generating", "type": "InternalServerError", "code": 500}}
-            transport.write(_sse(err) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
-            self._done(keep_alive=True)
-        elif fault == "stall":
-            return
-
-    def _done(self, keep_alive: bool) -> None:
-        self.closed = True
-        self.record.done_s = time.perf_counter()
-        self.server._stream_ended(self)
-        if keep_alive:
-            self.conn.response_done()
-
-    def abort(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-        if not self.closed:
-            self.closed = True
-            self.record.done_s = time.perf_counter()
-            self.server._stream_ended(self)
-
-
-def _prompt_tokens(req: dict[str, Any]) -> int:
-    return len(_prompt_text(req).split())
-
-
-def _prompt_text(req: dict[str, Any]) -> str:
-    if "messages" in req:
-        parts = []
-        for msg in req.get("messages") or []:
-            content = msg.get("content") if isinstance(msg, dict) else None
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        return "\n".join(parts)
-    prompt = req.get("prompt", "")
-    return prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
-
-
-class _Conn(asyncio.Protocol):
+class ServerConnection(asyncio.Protocol):
     """One keep-alive HTTP/1.1 connection: parse a request, answer it, then the next."""
+
+    transport: asyncio.Transport  # set in connection_made
 
     def __init__(self, server: "FakeServer") -> None:
         self.server = server
-        self.transport: asyncio.Transport = None  # type: ignore[assignment]
         self.buf = bytearray()
         self.busy = False
         self.close_after = False
-        self.stream: _Stream | None = None
+        self.stream: FakeStream | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
         self.server.connections.add(self)
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -444,6 +147,8 @@ class _Conn(asyncio.Protocol):
 class FakeServer:
     """The server: start() on 127.0.0.1, then base_url; records() for its own timing account."""
 
+    loop: asyncio.AbstractEventLoop  # set in start()
+
     def __init__(
         self,
         host: str = "127.0.0.1",
@@ -470,12 +175,11 @@ class FakeServer:
         self.keep_records = keep_records
         self.counters = _Counters()
         self._records: list[RequestRecord] = []
-        self._queue: deque[_Stream] = deque()
+        self._queue: deque[FakeStream] = deque()
         self._prefix_blocks: set[int] = set()
         self._next_id = 0
         self._server: asyncio.Server | None = None
-        self.connections: set[_Conn] = set()
-        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self.connections: set[ServerConnection] = set()
 
     @property
     def base_url(self) -> str:
@@ -485,7 +189,7 @@ class FakeServer:
     async def start(self) -> None:
         """Listen (port 0 picks a free port)."""
         self.loop = asyncio.get_running_loop()
-        self._server = await self.loop.create_server(lambda: _Conn(self), self.host, self.port, backlog=4096)
+        self._server = await self.loop.create_server(lambda: ServerConnection(self), self.host, self.port, backlog=4096)
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -497,6 +201,16 @@ class FakeServer:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
 
+    def close_idle_connections(self) -> None:
+        """Close each keep-alive connection with no request in flight, as a server's idle timeout does (thread-safe)."""
+
+        def close() -> None:
+            for conn in list(self.connections):
+                if not conn.busy:
+                    conn.transport.close()
+
+        self.loop.call_soon_threadsafe(close)
+
     def records(self) -> list[RequestRecord]:
         """Every request seen so far (a copy of the list)."""
         return list(self._records)
@@ -507,7 +221,7 @@ class FakeServer:
 
     # -- request handling ---------------------------------------------------------------------------------------
 
-    def _handle(self, conn: _Conn, method: str, target: str, headers: dict[str, str], body: bytes) -> None:
+    def _handle(self, conn: ServerConnection, method: str, target: str, headers: dict[str, str], body: bytes) -> None:
         path = target.split("?", 1)[0].rstrip("/")
         if path.startswith("/v1/"):
             path = path[3:]
@@ -527,17 +241,17 @@ class FakeServer:
             conn.send(200, b"{}")
             return
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
-            conn.send(401, _error_body("Invalid API key", "invalid_request_error", "invalid_api_key"))
+            conn.send(401, error_body("Invalid API key", "invalid_request_error", "invalid_api_key"))
             return
         if path == "/models" and method == "GET":
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
             conn.send(200, json.dumps({"object": "list", "data": data}).encode())
             return
         if path not in ("/chat/completions", "/completions"):
-            conn.send(404, _error_body(f"no route {path}", "NotFoundError", 404))
+            conn.send(404, error_body(f"no route {path}", "NotFoundError", 404))
             return
         if method != "POST":
-            conn.send(405, _error_body("method not allowed", "BadRequestError", 405))
+            conn.send(405, error_body("method not allowed", "BadRequestError", 405))
             return
         try:
             req = json.loads(body)
@@ -547,12 +261,14 @@ class FakeServer:
             if headers.get("x-fake"):
                 beh = Behaviour.parse(headers["x-fake"], beh)
         except (ValueError, AttributeError) as exc:
-            conn.send(400, _error_body(str(exc), "BadRequestError", 400))
+            conn.send(400, error_body(str(exc), "BadRequestError", 400))
             return
         if base_model not in self.models or beh.fault == "404":
-            conn.send(404, _error_body(f"The model `{model}` does not exist.", "NotFoundError", 404))
+            conn.send(404, error_body(f"The model `{model}` does not exist.", "NotFoundError", 404))
             return
         self._next_id += 1
+        if beh.fault and self._next_id % max(1, beh.fault_every):
+            beh = dataclasses.replace(beh, fault="")
         record = RequestRecord(f"fake-{self._next_id}", model, beh.fault, time.perf_counter())
         if self.keep_records:
             self._records.append(record)
@@ -560,14 +276,14 @@ class FakeServer:
         if beh.fault in ("401", "429", "500"):
             status = int(beh.fault)
             extra = {"retry-after": str(beh.retry_after_s)} if status == 429 else None
-            conn.send(status, _error_body(f"fake {status}", "fake_error", status), extra=extra)
+            conn.send(status, error_body(f"fake {status}", "fake_error", status), extra=extra)
             return
         chat = path == "/chat/completions"
         if beh.fault == "json_body" or not req.get("stream"):
             conn.send(200, self._full_body(record, req, beh, chat))
             return
         self._account_prompt(req)
-        stream = _Stream(conn, record, beh, req, chat)
+        stream = FakeStream(conn, record, beh, req, chat)
         conn.stream = stream
         if self.max_running is not None and self.counters.running >= self.max_running:
             self.counters.waiting += 1
@@ -576,7 +292,7 @@ class FakeServer:
             self.counters.running += 1
             stream.start()
 
-    def _stream_ended(self, stream: _Stream) -> None:
+    def stream_ended(self, stream: FakeStream) -> None:
         if stream in self._queue:
             self._queue.remove(stream)
             self.counters.waiting -= 1
@@ -596,7 +312,7 @@ class FakeServer:
             choice["message"] = {"role": "assistant", "content": text}
         else:
             choice["text"] = text
-        prompt = _prompt_tokens(req)
+        prompt = prompt_tokens(req)
         return json.dumps(
             {
                 "id": record.request_id,
@@ -609,7 +325,7 @@ class FakeServer:
         ).encode()
 
     def _account_prompt(self, req: dict[str, Any]) -> None:
-        words = _prompt_text(req).split()
+        words = prompt_text(req).split()
         self.counters.prompt_tokens += len(words)
         h = 0
         hits = 0

@@ -24,6 +24,7 @@ class ErrorKind(StrEnum):
     TTFT_TIMEOUT = "ttft_timeout"  # no first token in time (headers included)
     STALL_TIMEOUT = "stall_timeout"  # too long between two SSE events
     OVERLENGTH = "overlength"  # the stream ran past max_tokens
+    CLOSED_WITHOUT_RESPONSE = "closed_without_response"  # closed or reset after the request, before any response byte
     STREAM_RESET = "stream_reset"  # connection reset or closed mid-body
     STREAM_TRUNCATED = "stream_truncated"  # the body ended cleanly without [DONE] or a finish reason
     MALFORMED_SSE = "malformed_sse"  # a data line that is not JSON

@@ -1,14 +1,20 @@
 """Prometheus /metrics scraping (vLLM, SGLang): the few series that explain a level, tolerant of their absence."""
 
 import math
+from collections.abc import Callable, Iterable
+from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
+from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics import parser as openmetrics_parser
+from prometheus_client.parser import text_string_to_metric_families
 
 from probes.models import ServerMetrics
 
 SCRAPE_TIMEOUT_S = 3.0
 MAX_METRICS_BYTES = 8 << 20
+OPENMETRICS_TYPE = "application/openmetrics-text"
 
 # Our name -> the engines' names (summed over label sets). Counters may or may not carry the _total suffix.
 WATCHED: dict[str, tuple[str, ...]] = {
@@ -30,7 +36,8 @@ WATCHED: dict[str, tuple[str, ...]] = {
     "generation_tokens": ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
 }
 _LOOKUP = {engine: ours for ours, names in WATCHED.items() for engine in names}
-_PREFIXES = tuple(_LOOKUP)
+# The openmetrics parser is not annotated; its signature is the text parser's.
+_openmetrics_families = cast(Callable[[str], Iterable[Metric]], openmetrics_parser.text_string_to_metric_families)
 
 
 def metrics_url_for(base_url: str) -> str:
@@ -42,47 +49,54 @@ def metrics_url_for(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"{path}/metrics", "", ""))
 
 
-def parse_metrics(text: str) -> tuple[dict[str, float], str]:
-    """The watched series from Prometheus text format (summed over labels) and the engine family."""
+def parse_metrics(text: str, openmetrics: bool = False) -> tuple[dict[str, float], str]:
+    """The watched series (summed over label sets) and the engine family; ValueError for a malformed exposition.
+
+    Prometheus text format by default, OpenMetrics (exemplars, `# EOF`) when asked or when the text ends with `# EOF`.
+    """
+    openmetrics = openmetrics or text.rstrip().endswith("# EOF")
+    families = _openmetrics_families(text) if openmetrics else text_string_to_metric_families(text)
     values: dict[str, float] = {}
     family = "other"
-    for line in text.splitlines():
-        if not line.startswith(_PREFIXES):
-            continue
-        name_end = len(line)
-        for sep in ("{", " "):
-            idx = line.find(sep)
-            if 0 <= idx < name_end:
-                name_end = idx
-        name = line[:name_end]
-        ours = _LOOKUP.get(name)
-        if ours is None:
-            continue
-        rest = line[line.rfind("}") + 1 :] if "}" in line else line[name_end:]
-        fields = rest.split()
-        if not fields:
-            continue
-        try:
-            value = float(fields[0])
-        except ValueError:
-            continue
-        if math.isnan(value):
-            continue
-        values[ours] = values.get(ours, 0.0) + value
-        family = name.split(":", 1)[0]
+    for metric in families:
+        for sample in metric.samples:
+            ours = _LOOKUP.get(sample.name)
+            if ours is None or math.isnan(sample.value):
+                continue
+            values[ours] = values.get(ours, 0.0) + float(sample.value)
+            family = sample.name.split(":", 1)[0]
     return values, family
 
 
 async def scrape(client: httpx2.AsyncClient, url: str) -> tuple[dict[str, float], str] | None:
-    """One scrape; None when the server offers no metrics (any error, non-200 or nothing watched)."""
+    """One scrape; None when the server offers no metrics (any error, non-200, malformed or nothing watched)."""
     try:
         response = await client.get(url, timeout=SCRAPE_TIMEOUT_S)
         if response.status_code != 200 or len(response.content) > MAX_METRICS_BYTES:
             return None
-        values, family = parse_metrics(response.text)
+        openmetrics = response.headers.get("content-type", "").startswith(OPENMETRICS_TYPE)
+        values, family = parse_metrics(response.text, openmetrics)
     except (httpx2.HTTPError, OSError, UnicodeDecodeError, ValueError):
         return None
     return (values, family) if values else None
+
+
+class Scraper:
+    """Scrapes before and after each level; after the first scrape that finds nothing, it stops asking."""
+
+    def __init__(self, client: httpx2.AsyncClient, url: str, enabled: bool) -> None:
+        self.client = client
+        self.url = url
+        self.enabled = enabled
+
+    async def now(self) -> tuple[dict[str, float], str] | None:
+        """The watched values and the engine family, or None (off, or no metrics)."""
+        if not self.enabled:
+            return None
+        got = await scrape(self.client, self.url)
+        if got is None:
+            self.enabled = False  # tolerant of absence: stop asking
+        return got
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:

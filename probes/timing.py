@@ -63,12 +63,12 @@ def chunk_token_counts(trace: StreamTrace) -> tuple[list[int], int | None, Token
     total is spread over the chunks (one each, the rest by characters); without usage each chunk counts as one.
     """
     n = len(trace.chunk_s)
-    cum = trace.chunk_cum_tokens
-    if n and all(c is not None for c in cum):
+    cum = [int(c) for c in trace.chunk_cum_tokens if c is not None]
+    if n and len(cum) == len(trace.chunk_cum_tokens):  # every chunk carried its cumulative count
         counts, previous = [], 0
         for c in cum:
-            counts.append(max(0, int(c) - previous))  # type: ignore[arg-type]
-            previous = max(previous, int(c))  # type: ignore[arg-type]
+            counts.append(max(0, c - previous))
+            previous = max(previous, c)
         total = trace.completion_tokens if trace.completion_tokens is not None else previous
         return counts, total, TokenSource.USAGE
     if trace.completion_tokens is not None:

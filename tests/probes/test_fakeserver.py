@@ -4,6 +4,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -44,9 +45,63 @@ def test_keep_alive_chunked_sse_and_the_timing_record() -> None:
     assert second.count(b'"content":" ') == 2 and b'"role"' not in second
     rec = records[0]
     assert len(rec.token_s) == 5 and rec.chunk_tokens == [1] * 5
-    assert (rec.token_s[0] - rec.received_s) * 1000 == pytest.approx(30, abs=5)
-    gaps = [(b - a) * 1000 for a, b in zip(rec.token_s, rec.token_s[1:], strict=False)]
-    assert all(g == pytest.approx(10, abs=5) for g in gaps)
+    # Each token is due at ttft + i * tpot after the request: never early; late only by what a busy core costs.
+    offsets_ms = [(t - rec.received_s) * 1000 for t in rec.token_s]
+    for i, offset_ms in enumerate(offsets_ms):
+        assert 30 + 10 * i - 1 <= offset_ms < 30 + 10 * i + 250, offsets_ms
+
+
+def send_only(sock: socket.socket, model: str) -> None:
+    payload = json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-length: %d\r\n\r\n%s" % (len(payload), payload)
+    )
+
+
+def test_close_no_headers_holds_the_request_then_closes_without_a_byte() -> None:
+    with serve_in_thread() as server:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.settimeout(10)
+            start = time.perf_counter()
+            send_only(sock, "fake:fault=close_no_headers,ttft_ms=80")
+            got = sock.recv(65536)  # blocks until the server closes
+            held_ms = (time.perf_counter() - start) * 1000
+        records = server.records()
+    assert got == b"" and held_ms >= 75
+    assert server.counters.requests == 1 and records[0].fault == "close_no_headers" and records[0].token_s == []
+
+
+def test_fault_every_hits_every_nth_request_only() -> None:
+    with serve_in_thread(defaults=Behaviour(ttft_ms=1, tpot_ms=1, tokens=2)) as server:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            body = {"model": "fake:fault=truncate,fault_every=2,fault_after=1", "messages": [], "stream": True}
+            answers = [http_request(sock, body) for _ in range(4)]
+        faults = [r.fault for r in server.records()]
+    assert [b"[DONE]" in a for a in answers] == [True, False, True, False]
+    assert faults == ["", "truncate", "", "truncate"]
+
+
+def wait_until(condition, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the state never came"
+        time.sleep(0.005)
+
+
+def test_close_idle_connections_leaves_busy_ones_open() -> None:
+    with (
+        serve_in_thread(defaults=Behaviour(ttft_ms=1, tpot_ms=1, tokens=2)) as server,
+        socket.create_connection(("127.0.0.1", server.port)) as idle,
+        socket.create_connection(("127.0.0.1", server.port)) as busy,
+    ):
+        idle.settimeout(10)
+        http_request(idle, {"model": "fake", "messages": [], "stream": True})
+        send_only(busy, "fake:fault=no_headers")
+        wait_until(lambda: len(server.records()) == 2 and sorted(c.busy for c in list(server.connections)) == [0, 1])
+        server.close_idle_connections()
+        assert idle.recv(1) == b""  # closed by the server
+        wait_until(lambda: len(server.connections) == 1)
+        assert next(iter(server.connections)).busy
 
 
 def test_models_metrics_and_records_endpoints() -> None:

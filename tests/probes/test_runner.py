@@ -109,6 +109,7 @@ FAULTS = [
     ("never_end", ErrorKind.OVERLENGTH, True),
     ("stall", ErrorKind.STALL_TIMEOUT, True),
     ("no_headers", ErrorKind.TTFT_TIMEOUT, False),
+    ("close_no_headers", ErrorKind.CLOSED_WITHOUT_RESPONSE, False),
     ("no_first_token", ErrorKind.TTFT_TIMEOUT, False),
 ]
 
@@ -144,6 +145,7 @@ def test_every_fault_ends_in_time_with_its_kind_and_partial_timings(fake) -> Non
     by_fault = {f: r.samples[0] for (f, _, _), r in zip(FAULTS, results, strict=True)}
     assert by_fault["429"].retry_after_s == 1 and by_fault["429"].http_status == 429
     assert by_fault["no_headers"].e2e_ms == pytest.approx(600, abs=100)
+    assert 20 - 1 <= by_fault["close_no_headers"].e2e_ms < 600  # held ttft_ms (20) by the server, then closed
     assert by_fault["stall"].e2e_ms - by_fault["stall"].chunk_ms[-1] == pytest.approx(300, abs=100)
 
 
