@@ -1,11 +1,16 @@
 """The database: engine, tables and every query (the only package that knows SQL)."""
 
+from sqlalchemy import Engine
+
 from db import runs, scenarios
 from db.engine import init_db, make_engine, safe_url, session_factory
+from db.reaper import INTERRUPTED_WITHIN_S, start_recovery, stop_sweeper
 from db.runs import RunRecorder, delete_run, get_run, list_runs, recover_interrupted_runs, recover_orphaned_runs
 from db.scenarios import Scenario, delete_scenario, get_scenario, list_scenarios, save_scenario
 
 __all__ = [
+    "INTERRUPTED_WITHIN_S",
+    "Engine",
     "RunRecorder",
     "Scenario",
     "delete_run",
@@ -23,4 +28,6 @@ __all__ = [
     "save_scenario",
     "scenarios",
     "session_factory",
+    "start_recovery",
+    "stop_sweeper",
 ]

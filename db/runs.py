@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 from sqlalchemy import (
     Boolean,
@@ -31,9 +32,12 @@ from db.engine import rowcount, session_factory
 from probes.config import RunSettings, redact_url
 from probes.metrics import best_concurrency_within_slo, summarize_level
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
+from probes.worker import HEARTBEAT_INTERVAL_S
 
-HEARTBEAT_STALE_S = 120.0  # a running run whose heartbeat is older than this is taken as interrupted
+MISSED_HEARTBEATS = 4  # a running run that missed this many heartbeats in a row is taken as interrupted
+HEARTBEAT_STALE_S = MISSED_HEARTBEATS * HEARTBEAT_INTERVAL_S
 MAX_TEXT_CHARS = 2000
+INTERRUPTED_ERROR = "the process running this probe stopped (crash or restart); finished requests are kept"
 
 
 def _now() -> datetime:
@@ -128,15 +132,28 @@ def _settings_json(settings: RunSettings) -> str:
 _PROCESS_TOKEN = uuid.uuid4().hex[:12]  # tells this process from an earlier one that had the same pid
 
 
+@cache
+def _host() -> str:
+    """The host part of an owner: the host name, and the PID namespace where there is one.
+
+    Two containers can share a host name, and their pids mean nothing to each other.
+    """
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        return socket.gethostname()
+    return f"{socket.gethostname()}/{namespace.removeprefix('pid:[').removesuffix(']')}"
+
+
 def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{_PROCESS_TOKEN}"[:200]
+    return f"{_host()}:{os.getpid()}:{_PROCESS_TOKEN}"[:200]
 
 
 def _owner_is_dead(owner: str) -> bool:
     """True when the owner ran on this host and its process is gone (or its pid now belongs to this process)."""
     host, _, rest = owner.partition(":")
     pid_text, _, token = rest.partition(":")
-    if host != socket.gethostname() or not pid_text.isdigit():
+    if host != _host() or not pid_text.isdigit():
         return False
     pid = int(pid_text)
     if pid == os.getpid():
@@ -262,40 +279,37 @@ def finish_run(
 def recover_interrupted_runs(
     engine: Engine, stale_after_s: float = HEARTBEAT_STALE_S, now: datetime | None = None
 ) -> int:
-    """Mark RUNNING runs whose heartbeat is stale as INTERRUPTED (their samples stay); safe with several replicas."""
+    """Mark RUNNING runs whose heartbeat is stale as INTERRUPTED (their samples stay); safe with several replicas.
+
+    The heartbeat was written with its writer's clock and is compared with this one's: hosts keep NTP time.
+    """
     cutoff = (now or _now()) - timedelta(seconds=stale_after_s)
     with session_factory(engine)() as session, session.begin():
         result = session.execute(
             update(RunRow)
             .where(RunRow.status == RunStatus.RUNNING.value, RunRow.heartbeat_at < cutoff)
-            .values(
-                status=RunStatus.INTERRUPTED.value,
-                finished_at=RunRow.heartbeat_at,
-                error="the process running this probe stopped (crash or restart); finished requests are kept",
-            )
+            .values(status=RunStatus.INTERRUPTED.value, finished_at=RunRow.heartbeat_at, error=INTERRUPTED_ERROR)
         )
         return rowcount(result)
 
 
 def recover_orphaned_runs(engine: Engine) -> int:
-    """On start: mark RUNNING runs of this host whose process is gone INTERRUPTED at once (samples stay).
+    """Mark RUNNING runs of this host whose process is gone INTERRUPTED at once (samples stay); returns how many.
 
     Runs of other hosts wait for their heartbeat to go stale (recover_interrupted_runs).
     """
-    with session_factory(engine)() as session, session.begin():
+    with session_factory(engine)() as session:  # read, then write only when needed (SQLite: no lock upgrade)
         rows = session.execute(select(RunRow.id, RunRow.owner).where(RunRow.status == RunStatus.RUNNING.value)).all()
-        dead = [run_id for run_id, owner in rows if _owner_is_dead(owner)]
-        if dead:
-            session.execute(
-                update(RunRow)
-                .where(RunRow.id.in_(dead), RunRow.status == RunStatus.RUNNING.value)
-                .values(
-                    status=RunStatus.INTERRUPTED.value,
-                    finished_at=RunRow.heartbeat_at,
-                    error="the process running this probe stopped (crash or restart); finished requests are kept",
-                )
-            )
-        return len(dead)
+    dead = [run_id for run_id, owner in rows if _owner_is_dead(owner)]
+    if not dead:
+        return 0
+    with session_factory(engine)() as session, session.begin():
+        result = session.execute(
+            update(RunRow)
+            .where(RunRow.id.in_(dead), RunRow.status == RunStatus.RUNNING.value)
+            .values(status=RunStatus.INTERRUPTED.value, finished_at=RunRow.heartbeat_at, error=INTERRUPTED_ERROR)
+        )
+        return rowcount(result)
 
 
 def list_runs(

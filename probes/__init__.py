@@ -29,6 +29,7 @@ from probes.models import (
     Stats,
     TokenSource,
 )
+from probes.options import ProbeOptions, prepare_run
 from probes.runner import Progress, run_probe
 from probes.worker import ProbeRun
 
@@ -40,6 +41,7 @@ __all__ = [
     "ErrorKind",
     "LevelResult",
     "ProbeError",
+    "ProbeOptions",
     "ProbeRun",
     "ProbeSettingsError",
     "Progress",
@@ -59,6 +61,7 @@ __all__ = [
     "check_connection",
     "check_run_settings",
     "list_models",
+    "prepare_run",
     "redact_url",
     "run_probe",
     "run_sync",

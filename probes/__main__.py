@@ -1,5 +1,36 @@
-"""`python -m probes`: the probe command line."""
+"""`python -m probes`: the command line, storing each run in DATABASE_URL (the one place probes/ reaches db/)."""
 
-from probes.cli import main
+import sys
+from collections.abc import Sequence
+from typing import TextIO
 
-main()
+from db import RunRecorder, init_db, make_engine, start_recovery
+from probes.cli import RunSink, run_cli
+from probes.config import RunSettings
+from settings import get_settings
+
+
+def _open_database(settings: RunSettings) -> RunRecorder:
+    """The database of DATABASE_URL (schema migrated, stale runs marked interrupted) and this run's row in it."""
+    engine = make_engine(get_settings().database_url)
+    init_db(engine)
+    start_recovery(engine)  # runs of dead processes marked now, and swept while this one runs
+    return RunRecorder(engine, settings)
+
+
+def open_recorder(settings: RunSettings, err: TextIO) -> RunSink | None:
+    """The run's database recorder; None, with a warning, when the database cannot be used."""
+    try:
+        return _open_database(settings)
+    except Exception as exc:  # any database failure: storage is a convenience here, the JSON file is the result
+        print(f"warning: the run will not be stored in the database: {exc}", file=err)
+        return None
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """The command line with runs stored in the database (--no-db: not); returns the exit code."""
+    return run_cli(argv, out, err, open_sink=open_recorder)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

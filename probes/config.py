@@ -88,31 +88,35 @@ class Timeouts(BaseModel):
 
 
 class RunSettings(BaseModel):
-    """Everything one probe run needs. The API key is never serialised (model_dump / JSON leave it out)."""
+    """Everything one probe run needs, and the stored record of it. The API key is never serialised.
+
+    People set these through probes/options.py, which holds their URL parameters, flags, help and limits; this
+    model refuses only what cannot run, so that every stored run still loads.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://host:8000/v1", repr=False)
+    base_url: str = Field(repr=False)  # serialised without credentials (see endpoint)
     api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     model: str = Field(min_length=1)
-    label: str = Field(default="", max_length=200, description="a name for the run, shown in run lists")
+    label: str = Field(default="", max_length=200)
     api: ApiKind = ApiKind.CHAT
     workload: WorkloadKind = WorkloadKind.SEED
-    input_tokens: int = Field(default=512, ge=1, le=1_000_000, description="synthetic: target prompt length")
-    shared_prefix_tokens: int = Field(default=1024, ge=1, le=1_000_000, description="shared_prefix: system prompt")
-    prompt_file: str | None = Field(default=None, description="file: JSONL path, one {'prompt': ...} per line")
+    input_tokens: int = Field(default=512, ge=1)
+    shared_prefix_tokens: int = Field(default=1024, ge=1)
+    prompt_file: str | None = None
     concurrency: tuple[int, ...] = DEFAULT_CONCURRENCY
     requests_per_level: int = Field(default=32, ge=0)
     warmup_requests: int = Field(default=0, ge=0)
-    request_rate_rps: float | None = Field(default=None, gt=0, description="Poisson arrivals; None: closed loop")
-    duration_s: float | None = Field(default=None, gt=0, description="per level: stop sending after this long")
+    request_rate_rps: float | None = Field(default=None, gt=0)  # None: closed loop
+    duration_s: float | None = Field(default=None, gt=0)  # None: no bound
     max_tokens: int = Field(default_factory=lambda: load_handbook().seed_benchmark.max_tokens, ge=1)
     temperature: float = Field(default_factory=lambda: load_handbook().seed_benchmark.temperature, ge=0, le=2)
-    ignore_eos: bool = Field(default=False, description="vLLM/SGLang extension: always generate max_tokens")
-    include_usage: bool = Field(default=True, description="ask for stream_options.include_usage")
-    continuous_usage_stats: bool = Field(default=False, description="vLLM extension: usage on every chunk")
-    scrape_metrics: bool = Field(default=True, description="scrape Prometheus /metrics before and after levels")
-    metrics_url: str | None = Field(default=None, description="override; default: /metrics beside /v1")
+    ignore_eos: bool = False
+    include_usage: bool = True
+    continuous_usage_stats: bool = False
+    scrape_metrics: bool = True
+    metrics_url: str | None = None  # None: /metrics beside /v1
     seed: int = 0
     slo: SloTargets = Field(default_factory=SloTargets)
     timeouts: Timeouts = Field(default_factory=Timeouts)
@@ -121,13 +125,6 @@ class RunSettings(BaseModel):
     @classmethod
     def _check_url(cls, value: str) -> str:
         return normalize_base_url(value)
-
-    @field_validator("concurrency", mode="before")
-    @classmethod
-    def _parse_levels(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(int(part) for part in value.replace(" ", "").split(",") if part)
-        return value
 
     @field_serializer("base_url")
     def _serialize_url(self, value: str) -> str:

@@ -3,7 +3,6 @@
 import asyncio
 import queue
 import threading
-import time
 from collections.abc import Callable
 
 import httpx2
@@ -16,13 +15,15 @@ from settings import Settings
 
 FinishSink = Callable[[RunResult | None, BaseException | None], None]
 _STOP = "stop"
+HEARTBEAT_INTERVAL_S = 5.0  # a run beats this often while it runs; db/ derives the staleness and sweep from it
 
 
 class ProbeRun:
     """Start with .start(); poll .progress(); .cancel() keeps what finished; .wait() then .result().
 
     on_sample / on_level / on_finish run in order in one sink thread, never on the event loop, so a slow sink
-    (a database write) does not distort the timings. on_heartbeat runs there when no sample came for heartbeat_s.
+    (a database write) does not distort the timings. on_heartbeat runs in a thread of its own every heartbeat_s
+    until on_finish has run, whether samples arrive or not (a slow endpoint) and however long the sink takes.
     """
 
     def __init__(
@@ -33,7 +34,7 @@ class ProbeRun:
         on_level: Callable[[LevelResult], None] | None = None,
         on_finish: FinishSink | None = None,
         on_heartbeat: Callable[[], None] | None = None,
-        heartbeat_s: float = 5.0,
+        heartbeat_s: float = HEARTBEAT_INTERVAL_S,
         transport: httpx2.AsyncBaseTransport | None = None,
         limits: Settings | None = None,
     ) -> None:
@@ -64,6 +65,8 @@ class ProbeRun:
             threading.Thread(target=self._work, name="probe-run", daemon=True),
             threading.Thread(target=self._sink, name="probe-sink", daemon=True),
         ]
+        if self._on_heartbeat is not None:
+            self._threads.append(threading.Thread(target=self._beat, name="probe-heartbeat", daemon=True))
         for thread in self._threads:
             thread.start()
         return self
@@ -134,20 +137,13 @@ class ProbeRun:
             self.sink_errors.append(f"{type(exc).__name__}: {exc}")
             self._progress.update(message=f"could not record: {exc}")
 
+    def _beat(self) -> None:
+        while not self._finished.wait(self._heartbeat_s):
+            self._call(self._on_heartbeat)
+
     def _sink(self) -> None:
-        last_beat = time.monotonic()
         while True:
-            item: tuple[str, object] | None
-            try:
-                item = self._queue.get(timeout=self._heartbeat_s)
-            except queue.Empty:
-                item = None
-            if time.monotonic() - last_beat >= self._heartbeat_s:
-                self._call(self._on_heartbeat)
-                last_beat = time.monotonic()
-            if item is None:
-                continue
-            kind, payload = item
+            kind, payload = self._queue.get()
             if kind == _STOP:
                 break
             self._call(self._on_sample if kind == "sample" else self._on_level, payload)

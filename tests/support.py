@@ -12,6 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_SCALE = float(os.environ.get("TEST_TIMEOUT_SCALE", "1"))
+"""Multiplies the tests' time limits, which already leave room for a busy 2-core machine; raise it on a slower one."""
+APP_START_S = 120.0 * TIMEOUT_SCALE  # `streamlit run app.py` answering its health check, other work on the cores
 
 
 def free_port() -> int:
@@ -42,10 +45,12 @@ def running_app(
     extra_env: dict[str, str] | None = None,
     log_path: Path | None = None,
     port: int | None = None,
+    cwd: Path | None = None,
 ) -> Iterator[str]:
     """Start `streamlit run app.py` on a free port with this database; yield its base URL.
 
-    Its stdout and stderr go to log_path (or a temporary file), so tests can search what it logged.
+    Its stdout and stderr go to log_path (or a temporary file), so tests can search what it logged. With cwd it runs
+    there (a relative SQLite path such as the README's `sqlite:///data/llm-serving.db` then lands under cwd).
     """
     port = port or free_port()
     env = {**os.environ, "DATABASE_URL": database_url, **(extra_env or {})}
@@ -54,7 +59,7 @@ def running_app(
         "-m",
         "streamlit",
         "run",
-        "app.py",
+        "app.py" if cwd is None else str(ROOT / "app.py"),
         "--server.port",
         str(port),
         "--server.address",
@@ -63,10 +68,10 @@ def running_app(
         "true",
     ]
     log = open(log_path, "ab") if log_path else tempfile.TemporaryFile()  # noqa: SIM115
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=cwd or ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_http(f"{base}/_stcore/health", proc=proc)
+        wait_http(f"{base}/_stcore/health", timeout_s=APP_START_S, proc=proc)
         yield base
     finally:
         proc.terminate()

@@ -1,9 +1,13 @@
-"""Drawing probe runs, shared by /probe and /runs: headline figures, charts, tables, "Cost this" and exports."""
+"""Drawing probes: the form's widgets from the settings' fields; runs' figures, charts, tables, "Cost this", exports."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from streamlit.delta_generator import DeltaGenerator
 
 from db.runs import error_summary, get_run, sample_counts
 from probes.baseline import scaling_sentence
@@ -11,7 +15,10 @@ from probes.export import levels_csv, result_json, samples_csv
 from probes.figures import compare_rows, error_rows, latency_figure, level_rows, run_label, throughput_figure
 from probes.form import cost_params, default_cost_level
 from probes.models import RunResult, RunStatus
+from probes.options import allowed_text, limits_of, max_length_of
+from ui.params import field_alias
 from ui.resources import get_engine
+from ui.state import PageState
 from ui.text import escape_markdown
 
 STATUS_ICONS = {
@@ -21,6 +28,78 @@ STATUS_ICONS = {
     RunStatus.INTERRUPTED: ":material/warning:",
     RunStatus.RUNNING: ":material/pending:",
 }
+
+
+def form_field(model_cls: type[BaseModel], alias: str) -> FieldInfo:
+    """The field behind a URL parameter."""
+    for name, field in model_cls.model_fields.items():
+        if field_alias(name, field) == alias:
+            return field
+    raise KeyError(alias)
+
+
+def field_help(field: FieldInfo, hint: str = "") -> str:
+    """A widget's help: the field's description, a page hint, and the values it allows."""
+    allowed = allowed_text(field) if field.annotation is not bool else None
+    parts = [field.description or "", hint, f"Allowed: {allowed}." if allowed else ""]
+    return " ".join(part for part in parts if part)
+
+
+def number_field(
+    where: DeltaGenerator,
+    state: PageState[Any],
+    alias: str,
+    *,
+    step: float,
+    fmt: str | None = None,
+    placeholder: str | None = None,
+) -> None:
+    """A number input labelled, explained and bounded by its field; one without a default may stay empty.
+
+    Only inclusive bounds go to the widget: an excluded one (> 0) is checked when the form is read.
+    """
+    field = form_field(state.model_cls, alias)
+    as_type = int if field.annotation is int else float
+    low, high, exclusive = limits_of(field)
+    bounds: dict[str, Any] = {}
+    if low is not None and not exclusive:
+        bounds["min_value"] = as_type(low)
+    if high is not None:
+        bounds["max_value"] = as_type(high)
+    if field.default is None:
+        bounds.update(value=None, placeholder=placeholder)
+    where.number_input(
+        field.title or alias, key=state.key(alias), step=as_type(step), format=fmt, help=field_help(field), **bounds
+    )
+
+
+def text_field(
+    where: DeltaGenerator, state: PageState[Any], alias: str, *, placeholder: str | None = None, hint: str = ""
+) -> None:
+    """A text input labelled, explained and length-limited by its field."""
+    field = form_field(state.model_cls, alias)
+    max_chars = max_length_of(field)
+    where.text_input(
+        field.title or alias,
+        key=state.key(alias),
+        max_chars=max_chars,
+        placeholder=placeholder,
+        help=field_help(field, hint),
+    )
+
+
+def choice_field(where: DeltaGenerator, state: PageState[Any], alias: str, labels: Mapping[str, str]) -> None:
+    """A select box over the field's values, shown by their labels."""
+    field = form_field(state.model_cls, alias)
+    where.selectbox(
+        field.title or alias, list(labels), key=state.key(alias), format_func=labels.__getitem__, help=field_help(field)
+    )
+
+
+def toggle_field(where: DeltaGenerator, state: PageState[Any], alias: str) -> None:
+    """A toggle for a true/false field."""
+    field = form_field(state.model_cls, alias)
+    where.toggle(field.title or alias, key=state.key(alias), help=field_help(field))
 
 
 def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:

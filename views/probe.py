@@ -19,11 +19,12 @@ from probes import (
     run_sync,
 )
 from probes.figures import level_rows, throughput_figure
-from probes.form import ProbeForm, prepare_run
+from probes.form import ProbeForm
+from probes.options import prepare_run
 from ui.errors import guarded, show_errors
 from ui.live_runs import live_runs
 from ui.params import format_value, validate_params
-from ui.probe_views import downloads, run_details
+from ui.probe_views import choice_field, downloads, number_field, run_details, text_field, toggle_field
 from ui.resources import get_engine
 from ui.state import PageState, plain_widget_value
 from ui.text import escape_markdown
@@ -105,15 +106,14 @@ def _cancel() -> None:
 
 
 def _form(busy: bool) -> DeltaGenerator:
-    """The form; returns the slot where the Start button goes (drawn once the inputs are read)."""
-    with st.container(border=True):
+    """The form; returns the slot where the Start button goes (drawn once the inputs are read).
+
+    Each setting's label, help and limits come from its field (probes/options.py), as the CLI's flags do.
+    """
+    box = st.container(border=True)
+    with box:
         left, mid, right = st.columns([3, 2, 2])
-        left.text_input(
-            "Endpoint URL",
-            key=K("url"),
-            placeholder="http://host:8000/v1",
-            help="The OpenAI-compatible base URL (vLLM, SGLang, LMDeploy, TGI, llama.cpp, Ollama).",
-        )
+        text_field(left, state, "url", placeholder="http://host:8000/v1")
         mid.text_input(
             "API key",
             key=API_KEY,
@@ -121,11 +121,12 @@ def _form(busy: bool) -> DeltaGenerator:
             placeholder="optional",
             help="Sent to the endpoint only: never stored, logged, exported or put in the link.",
         )
-        right.text_input(
-            "Model",
-            key=K("model"),
+        text_field(
+            right,
+            state,
+            "model",
             placeholder="as the server names it",
-            help="Type it, or press Test connection to list what the server serves.",
+            hint="Type it, or press Test connection to list what the server serves.",
         )
         served = st.session_state.get(SERVED)
         if served and served[1]:
@@ -138,15 +139,15 @@ def _form(busy: bool) -> DeltaGenerator:
                 on_change=_pick_model,
             )
         left, mid, right, last = st.columns(4)
-        left.selectbox("API", list(APIS), key=K("api"), format_func=APIS.__getitem__)
-        mid.selectbox("Workload", list(WORKLOADS), key=K("workload"), format_func=WORKLOADS.__getitem__)
-        right.text_input("Concurrency levels", key=K("levels"), help="Comma-separated, e.g. 1,2,4,8,16.")
-        last.number_input("Requests per level", key=K("requests"), step=8, min_value=1)
+        choice_field(left, state, "api", APIS)
+        choice_field(mid, state, "workload", WORKLOADS)
+        text_field(right, state, "levels")
+        number_field(last, state, "requests", step=8)
         workload = st.session_state.get(K("workload"))
         if workload == WorkloadKind.SYNTHETIC.value:
-            st.number_input("Prompt length (tokens)", key=K("input_tokens"), step=128, min_value=1)
+            number_field(box, state, "input_tokens", step=128)
         elif workload == WorkloadKind.SHARED_PREFIX.value:
-            st.number_input("Shared system prompt (tokens)", key=K("prefix_tokens"), step=256, min_value=1)
+            number_field(box, state, "prefix_tokens", step=256)
         elif workload == WorkloadKind.FILE.value:
             st.file_uploader(
                 "Prompt file (JSONL)",
@@ -155,55 +156,26 @@ def _form(busy: bool) -> DeltaGenerator:
                 help='One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
                 "line. The file is not part of the link: upload it again on another screen.",
             )
-        with st.expander("Load and generation", icon=":material/speed:"):
+        load = st.expander("Load and generation", icon=":material/speed:")
+        with load:
             left, mid, right = st.columns(3)
-            left.number_input("Max tokens", key=K("max_tokens"), step=32, min_value=1)
-            mid.number_input("Warm-up requests (not counted)", key=K("warmup"), step=1, min_value=0)
-            right.number_input("Temperature", key=K("temperature"), step=0.1, format="%.2f")
-            left.number_input(
-                "Request rate (req/s)",
-                key=K("rate"),
-                value=None,
-                step=1.0,
-                format="%.4g",
-                placeholder="empty: closed loop",
-                help="Poisson arrivals at this rate, at most the level's concurrency in flight.",
-            )
-            mid.number_input(
-                "Level duration bound (s)",
-                key=K("duration"),
-                value=None,
-                step=10.0,
-                format="%.4g",
-                placeholder="empty: no bound",
-                help="Stop sending new requests after this long.",
-            )
-            right.toggle(
-                "Ignore EOS (always generate max tokens)", key=K("ignore_eos"), help="vLLM / SGLang extension."
-            )
-            st.text_input(
-                "Run label",
-                key=K("label"),
-                max_chars=200,
-                placeholder="e.g. A800 AWQ baseline",
-                help="A name for the run in Probe runs.",
-            )
+            number_field(left, state, "max_tokens", step=32)
+            number_field(mid, state, "warmup", step=1)
+            number_field(right, state, "temperature", step=0.1, fmt="%.2f")
+            number_field(left, state, "rate", step=1.0, fmt="%.4g", placeholder="empty: closed loop")
+            number_field(mid, state, "duration", step=10.0, fmt="%.4g", placeholder="empty: no bound")
+            toggle_field(right, state, "ignore_eos")
+            text_field(load, state, "label", placeholder="e.g. A800 AWQ baseline")
         with st.expander("SLO targets", icon=":material/flag:"):
             left, mid, right = st.columns(3)
-            left.number_input("TTFT p50 (ms)", key=K("ttft_p50"), step=50.0, format="%.6g")
-            mid.number_input("TTFT p99 (ms)", key=K("ttft_p99"), step=100.0, format="%.6g")
-            right.number_input("TPOT p50 (ms)", key=K("tpot_p50"), step=5.0, format="%.6g")
+            number_field(left, state, "ttft_p50", step=50.0, fmt="%.6g")
+            number_field(mid, state, "ttft_p99", step=100.0, fmt="%.6g")
+            number_field(right, state, "tpot_p50", step=5.0, fmt="%.6g")
         with st.expander("Timeouts", icon=":material/timer:"):
             left, mid, right = st.columns(3)
-            left.number_input("Connect (s)", key=K("connect_timeout"), step=1.0, format="%.4g")
-            mid.number_input("First token (s)", key=K("ttft_timeout"), step=5.0, format="%.4g")
-            right.number_input(
-                "Stall between chunks (s)",
-                key=K("stall_timeout"),
-                step=5.0,
-                format="%.4g",
-                help="Also ended: a stream running past max tokens.",
-            )
+            number_field(left, state, "connect_timeout", step=1.0, fmt="%.4g")
+            number_field(mid, state, "ttft_timeout", step=5.0, fmt="%.4g")
+            number_field(right, state, "stall_timeout", step=5.0, fmt="%.4g")
         left, right, rest = st.columns([1.4, 1.2, 3], vertical_alignment="center")
         left.button(
             "Test connection", key="probe.test", icon=":material/lan:", on_click=_test_connection, disabled=busy
@@ -211,12 +183,8 @@ def _form(busy: bool) -> DeltaGenerator:
         report = st.session_state.get(REPORT)
         if report is not None:
             ok, message = report
-            rest.markdown(f":{'green' if ok else 'red'}[{'✓' if ok else '✗'}] " + _plain(message))
+            rest.markdown(f":{'green' if ok else 'red'}[{'✓' if ok else '✗'}] " + escape_markdown(message))
     return right
-
-
-def _plain(text: str) -> str:
-    return escape_markdown(text)
 
 
 def _prompt_file() -> str | None:
@@ -297,7 +265,7 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
         overall = min(1.0, done_levels / total)
         in_level = 0.0
     box = st.status(
-        f"Probing {_plain(run.settings.endpoint)} · {_plain(run.settings.model)} — {label}",
+        f"Probing {escape_markdown(run.settings.endpoint)} · {escape_markdown(run.settings.model)} — {label}",
         state="running",
         expanded=True,
     )  # not a `with` block: leaving one marks it complete
@@ -309,7 +277,7 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
             f"({progress.ok} ok, {progress.failed} failed), {progress.sent} sent",
         )
     if progress.message:
-        box.caption(_plain(progress.message))
+        box.caption(escape_markdown(progress.message))
     if progress.levels:
         partial = RunResult(
             endpoint=run.settings.endpoint,
@@ -356,7 +324,7 @@ def _result() -> None:
     st.subheader("Result")
     st.caption(f"Run `{run_id}` · stored with every request · {requests} requests, {failed} failed")
     for problem in st.session_state.get("_probe.sink_errors", [])[:3]:
-        st.warning(f"Some results could not be stored: {_plain(problem)}", icon="⚠️")
+        st.warning(f"Some results could not be stored: {escape_markdown(problem)}", icon="⚠️")
     run_details(result, f"probe.result.{run_id}")
     left, right = st.columns([3, 1], vertical_alignment="center")
     with left:
@@ -388,7 +356,7 @@ def body() -> None:
     elif start and not busy and _start(form):
         st.rerun()  # redraw the form with Start disabled while the probe runs
     if START_ERROR in st.session_state:
-        st.error(f"The probe did not start: {_plain(st.session_state.pop(START_ERROR))}", icon="🚫")
+        st.error(f"The probe did not start: {escape_markdown(st.session_state.pop(START_ERROR))}", icon="🚫")
     if _running() is not None:
         _live()
     else:

@@ -65,6 +65,22 @@ def test_default_page_shows_the_form_and_an_empty_link() -> None:
     assert _params(at) == {}
 
 
+def test_the_form_takes_its_labels_help_and_limits_from_the_settings_model() -> None:
+    """The widgets say what the command line's --help says: same label source, same limits."""
+    at = open_page("probe", {"workload": "synthetic"})
+    requests = at.number_input(key="probe.requests")
+    assert requests.label == "Requests per level" and (requests.min, requests.max) == (1, 100_000)
+    assert "Allowed: 1–100000." in requests.help
+    assert at.number_input(key="probe.input_tokens").max == 200_000
+    temperature = at.number_input(key="probe.temperature")
+    assert (temperature.min, temperature.max) == (0, 2)
+    connect = at.number_input(key="probe.connect_timeout")
+    assert connect.label == "Connect timeout (s)" and connect.max == 600 and "> 0, ≤ 600" in connect.help
+    assert at.text_input(key="probe.levels").label == "Concurrency levels"
+    assert "1–32 distinct levels" in at.text_input(key="probe.levels").help
+    assert at.text_input(key="probe.label").proto.max_chars == 200
+
+
 def test_link_fills_the_form_and_editing_rewrites_the_link() -> None:
     link = {
         "url": "http://gpu-box:8000/v1",

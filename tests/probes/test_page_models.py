@@ -5,9 +5,11 @@ from datetime import UTC, datetime
 import pytest
 
 from probes import ProbeSettingsError, RunSettings, RunStatus
+from probes.cli import parse_options
 from probes.figures import compare_rows, latency_figure, level_rows, plot_text, throughput_figure
-from probes.form import ProbeForm, RunsView, cost_params, default_cost_level, prepare_run
+from probes.form import ProbeForm, RunsView, cost_params, default_cost_level
 from probes.models import LevelResult, RunResult, SloOutcome, Stats
+from probes.options import prepare_run
 from ui.params import to_params, validate_params
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -110,6 +112,14 @@ def test_prepare_run_refuses_absurd_settings_with_a_message(raw: dict[str, str],
     assert not errors
     with pytest.raises(ProbeSettingsError, match=says):
         prepare_run(form)
+
+
+def test_credentials_in_the_url_are_refused_by_the_page_and_stripped_by_the_command_line() -> None:
+    """A link must not carry a key, so the page refuses it; the command line keeps it out of what it stores."""
+    _, errors, rejected = validate_params(ProbeForm, {"url": "http://user:pw@h:8000/v1"})
+    assert list(rejected) == ["url"] and "API key field" in errors[0]
+    settings = parse_options(["--base-url", "http://user:pw@h:8000/v1", "--model", "m"], environ={}).run_settings()
+    assert settings.endpoint == "http://h:8000/v1" and "pw" not in settings.model_dump_json()
 
 
 def test_runs_view_keeps_ids_once_and_refuses_others() -> None:

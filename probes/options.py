@@ -1,0 +1,484 @@
+"""Every probe setting a person sets, defined once: URL parameter, CLI flag, label, help, default and limits."""
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+from annotated_types import Ge, Gt, Le, Lt, MaxLen
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+
+from probes.config import (
+    DEFAULT_CONCURRENCY,
+    ApiKind,
+    RunSettings,
+    SloTargets,
+    Timeouts,
+    WorkloadKind,
+    check_run_settings,
+    normalize_base_url,
+)
+from probes.errors import ProbeSettingsError
+from probes.workloads import build_prompts
+
+DEFAULT_BASE_URL = "http://localhost:8000/v1"
+MAX_LEVELS = 32
+API_KEY_ENV = "PROBE_API_KEY"
+
+# The run's own defaults (the handbook's benchmark and SLO, the default timeouts): the options start from them.
+_RUN = RunSettings(base_url=DEFAULT_BASE_URL, model="-")
+
+# Field metadata read by the command line and the docs (json_schema_extra keys):
+FLAG = "flag"  # the CLI flag when it is not --<field-name>; a bool's flag sets the opposite of its default
+ALLOWED = "allowed"  # the allowed values in words, when Field constraints do not say it
+CLI_REQUIRED = "cli_required"  # the command line needs it (the page starts from the default)
+
+Level = Annotated[int, Field(ge=1)]
+
+
+class ProbeOptions(BaseModel):
+    """The settings the /probe page and `python -m probes` share; each field's alias is its URL parameter.
+
+    The field's title is the page's label, its description the help of the widget and of the flag, its
+    constraints the limits of both. Defaults are RunSettings' (run_settings() builds one from the options).
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    base_url: str = Field(
+        default=DEFAULT_BASE_URL,
+        alias="url",
+        title="Endpoint URL",
+        description="The OpenAI-compatible base URL, e.g. http://host:8000/v1 (vLLM, SGLang, LMDeploy, TGI, "
+        "llama.cpp server, Ollama). Credentials in it are never stored.",
+        max_length=500,
+        json_schema_extra={CLI_REQUIRED: True, ALLOWED: "http(s)://host[:port]/path, up to 500 characters"},
+    )
+    model: str = Field(
+        default="", alias="model", title="Model", description="The model name as the server serves it.", max_length=300
+    )
+    label: str = Field(
+        default=_RUN.label,
+        alias="label",
+        title="Run label",
+        description="A name for the run, shown in the run lists.",
+        max_length=200,
+    )
+    api: ApiKind = Field(
+        default=_RUN.api,
+        alias="api",
+        title="API",
+        description="The OpenAI API called: chat completions or (legacy) completions.",
+    )
+    workload: WorkloadKind = Field(
+        default=_RUN.workload,
+        alias="workload",
+        title="Workload",
+        description="The prompts sent: seed, the handbook's eight fixed prompts; synthetic, prompts of a set "
+        "length; shared_prefix, one long system prompt with varied questions (shows prefix caching); code_json, "
+        "code and JSON tasks (predictable output, for speculative decoding); file, your JSONL prompts.",
+    )
+    input_tokens: int = Field(
+        default=_RUN.input_tokens,
+        alias="input_tokens",
+        title="Prompt length (tokens)",
+        description="Synthetic workload: the prompt length in tokens (common words).",
+        ge=1,
+        le=200_000,
+    )
+    shared_prefix_tokens: int = Field(
+        default=_RUN.shared_prefix_tokens,
+        alias="prefix_tokens",
+        title="Shared system prompt (tokens)",
+        description="Shared-prefix workload: the length of the system prompt every request shares, in tokens.",
+        ge=1,
+        le=200_000,
+    )
+    concurrency: tuple[Level, ...] = Field(
+        default=DEFAULT_CONCURRENCY,
+        alias="levels",
+        title="Concurrency levels",
+        description="Comma-separated, e.g. 1,2,4,8,16; each at most PROBE_MAX_CONCURRENCY.",
+        json_schema_extra={ALLOWED: f"1–{MAX_LEVELS} distinct levels ≥ 1"},
+    )
+    requests_per_level: int = Field(
+        default=_RUN.requests_per_level,
+        alias="requests",
+        title="Requests per level",
+        description="Requests sent at each level; the whole run at most PROBE_MAX_REQUESTS_PER_RUN.",
+        ge=1,
+        le=100_000,
+        json_schema_extra={FLAG: "--requests"},
+    )
+    max_tokens: int = Field(
+        default=_RUN.max_tokens,
+        alias="max_tokens",
+        title="Max tokens",
+        description="Output tokens asked per request.",
+        ge=1,
+        le=1_000_000,
+    )
+    warmup_requests: int = Field(
+        default=_RUN.warmup_requests,
+        alias="warmup",
+        title="Warm-up requests (not counted)",
+        description="Requests sent before the first level and left out of every figure.",
+        ge=0,
+        le=10_000,
+        json_schema_extra={FLAG: "--warmup"},
+    )
+    request_rate_rps: float | None = Field(
+        default=_RUN.request_rate_rps,
+        alias="rate",
+        title="Request rate (req/s)",
+        description="Poisson arrivals at this many requests/s, at most the level's concurrency in flight; "
+        "without it, a closed loop (each finished request is replaced at once).",
+        gt=0,
+        le=100_000,
+        json_schema_extra={FLAG: "--request-rate"},
+    )
+    duration_s: float | None = Field(
+        default=_RUN.duration_s,
+        alias="duration",
+        title="Level duration bound (s)",
+        description="Per level, stop sending new requests after this many seconds; without it, no bound.",
+        gt=0,
+        le=86_400,
+        json_schema_extra={FLAG: "--duration"},
+    )
+    temperature: float = Field(
+        default=_RUN.temperature,
+        alias="temperature",
+        title="Temperature",
+        description="Sampling temperature.",
+        ge=0,
+        le=2,
+    )
+    ignore_eos: bool = Field(
+        default=_RUN.ignore_eos,
+        alias="ignore_eos",
+        title="Ignore EOS (always generate max tokens)",
+        description="vLLM / SGLang extension: every request generates max tokens.",
+    )
+    slo_ttft_p50_ms: float = Field(
+        default=_RUN.slo.ttft_p50_ms,
+        alias="ttft_p50",
+        title="TTFT p50 target (ms)",
+        description="SLO: a level meets it when its TTFT p50 is at most this many ms.",
+        gt=0,
+        le=3_600_000,
+    )
+    slo_ttft_p99_ms: float = Field(
+        default=_RUN.slo.ttft_p99_ms,
+        alias="ttft_p99",
+        title="TTFT p99 target (ms)",
+        description="SLO: a level meets it when its TTFT p99 is at most this many ms.",
+        gt=0,
+        le=3_600_000,
+    )
+    slo_tpot_p50_ms: float = Field(
+        default=_RUN.slo.tpot_p50_ms,
+        alias="tpot_p50",
+        title="TPOT p50 target (ms)",
+        description="SLO: a level meets it when its TPOT p50 is at most this many ms.",
+        gt=0,
+        le=3_600_000,
+    )
+    connect_timeout_s: float = Field(
+        default=_RUN.timeouts.connect_s,
+        alias="connect_timeout",
+        title="Connect timeout (s)",
+        description="A request fails when its TCP (and TLS) connection is not up within this many seconds.",
+        gt=0,
+        le=600,
+        json_schema_extra={FLAG: "--connect-timeout"},
+    )
+    ttft_timeout_s: float = Field(
+        default=_RUN.timeouts.ttft_s,
+        alias="ttft_timeout",
+        title="First-token timeout (s)",
+        description="A request fails when no output token arrived this many seconds after sending it.",
+        gt=0,
+        le=3600,
+        json_schema_extra={FLAG: "--ttft-timeout"},
+    )
+    stall_timeout_s: float = Field(
+        default=_RUN.timeouts.stall_s,
+        alias="stall_timeout",
+        title="Stall timeout (s)",
+        description="After the first token, a stream fails when no data arrived for this many seconds.",
+        gt=0,
+        le=3600,
+        json_schema_extra={FLAG: "--stall-timeout"},
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        return normalize_base_url(value)
+
+    @field_validator("model", "label")
+    @classmethod
+    def _strip_text(cls, value: str) -> str:
+        return value.strip()
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _parse_levels(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part for part in value.replace(" ", "").split(",") if part]
+        return value
+
+    @field_validator("concurrency")
+    @classmethod
+    def _distinct_levels(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        # Length rules live here, not in Field(): pydantic would report a second error for the same parameter.
+        if not value or len(value) > MAX_LEVELS:
+            raise ValueError(f"give 1 to {MAX_LEVELS} levels, e.g. 1,2,4,8,16")
+        if len(set(value)) != len(value):
+            raise ValueError("each level once, e.g. 1,2,4,8,16")
+        return value
+
+    @property
+    def slo(self) -> SloTargets:
+        """The SLO targets (per-request goodput thresholds follow the level targets TTFT p99 and TPOT p50)."""
+        return SloTargets(
+            ttft_p50_ms=self.slo_ttft_p50_ms,
+            ttft_p99_ms=self.slo_ttft_p99_ms,
+            tpot_p50_ms=self.slo_tpot_p50_ms,
+            request_ttft_ms=self.slo_ttft_p99_ms,
+            request_tpot_ms=self.slo_tpot_p50_ms,
+        )
+
+    @property
+    def timeouts(self) -> Timeouts:
+        """The per-request timeouts."""
+        return Timeouts(connect_s=self.connect_timeout_s, ttft_s=self.ttft_timeout_s, stall_s=self.stall_timeout_s)
+
+    def run_settings(self, api_key: str | None = None, prompt_file: str | None = None) -> RunSettings:
+        """The run's settings: every field named as a RunSettings field, the SLO and the timeouts.
+
+        Raises ProbeSettingsError when they cannot be built (e.g. no model).
+        """
+        values: dict[str, Any] = {n: getattr(self, n) for n in type(self).model_fields if n in RunSettings.model_fields}
+        values.update(slo=self.slo, timeouts=self.timeouts)
+        if api_key:
+            values["api_key"] = SecretStr(api_key)
+        if prompt_file:
+            values["prompt_file"] = prompt_file
+        try:
+            return RunSettings(**values)
+        except ValidationError as exc:
+            reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ProbeSettingsError(f"these settings cannot run: {reasons}") from None
+
+
+class CliOptions(ProbeOptions):
+    """`python -m probes`: the shared settings, those only the command line sets, and the command's switches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_key: SecretStr | None = Field(
+        default=None,
+        description=f"Sent to the endpoint only, never stored. Better: the {API_KEY_ENV} environment variable "
+        "(other users of the machine can see a flag in the process list).",
+        exclude=True,
+        repr=False,
+    )
+    prompt_file: str | None = Field(
+        default=_RUN.prompt_file,
+        description='File workload: JSONL prompts, one {"prompt": ...}, {"system": ..., "prompt": ...} or '
+        '{"messages": [...]} per line.',
+    )
+    goodput_ttft_ms: float = Field(
+        default=_RUN.slo.request_ttft_ms,
+        description="Goodput: a request counts when its TTFT is at most this many ms (and its TPOT within "
+        "--goodput-tpot-ms).",
+        gt=0,
+        le=3_600_000,
+    )
+    goodput_tpot_ms: float = Field(
+        default=_RUN.slo.request_tpot_ms,
+        description="Goodput: a request counts when its TPOT is at most this many ms (and its TTFT within "
+        "--goodput-ttft-ms).",
+        gt=0,
+        le=3_600_000,
+    )
+    max_failed_ratio: float = Field(
+        default=_RUN.slo.max_failed_ratio,
+        description="The share of failed requests a level may have and still meet the SLO.",
+        ge=0,
+        le=1,
+    )
+    overlength_extra_tokens: int = Field(
+        default=_RUN.timeouts.overlength_extra_tokens,
+        description="A stream is ended once it delivered max tokens plus this many (a server that never stops).",
+        ge=0,
+        le=1_000_000,
+    )
+    include_usage: bool = Field(
+        default=_RUN.include_usage,
+        description="Do not ask for stream_options.include_usage: output tokens are then counted one per chunk.",
+        json_schema_extra={FLAG: "--no-usage"},
+    )
+    continuous_usage_stats: bool = Field(
+        default=_RUN.continuous_usage_stats,
+        description="vLLM extension: ask for usage on every chunk (exact tokens per chunk).",
+        json_schema_extra={FLAG: "--continuous-usage"},
+    )
+    scrape_metrics: bool = Field(
+        default=_RUN.scrape_metrics,
+        description="Do not scrape the server's Prometheus metrics before and after each level.",
+        json_schema_extra={FLAG: "--no-metrics"},
+    )
+    metrics_url: str | None = Field(
+        default=_RUN.metrics_url,
+        description="The Prometheus metrics URL; without it, /metrics beside /v1.",
+        max_length=500,
+    )
+    seed: int = Field(
+        default=_RUN.seed, description="Random seed of the synthetic and shared-prefix prompts and of the arrivals."
+    )
+    # The command's switches: what it does besides running; not run settings.
+    list_models: bool = Field(default=False, description="Print the served models and exit.")
+    test_connection: bool = Field(
+        default=False, description="List the served models, send one 1-token request to --model, and exit."
+    )
+    output: Path | None = Field(default=None, description="Write the run to this JSON file.")
+    store: bool = Field(
+        default=True,
+        description="Do not store the run in the database of DATABASE_URL.",
+        json_schema_extra={FLAG: "--no-db"},
+    )
+    quiet: bool = Field(default=False, description="No progress on stderr.")
+
+    @property
+    def slo(self) -> SloTargets:
+        """The SLO targets, with the command line's own goodput thresholds and failure share."""
+        return SloTargets(
+            ttft_p50_ms=self.slo_ttft_p50_ms,
+            ttft_p99_ms=self.slo_ttft_p99_ms,
+            tpot_p50_ms=self.slo_tpot_p50_ms,
+            request_ttft_ms=self.goodput_ttft_ms,
+            request_tpot_ms=self.goodput_tpot_ms,
+            max_failed_ratio=self.max_failed_ratio,
+        )
+
+    @property
+    def timeouts(self) -> Timeouts:
+        """The per-request timeouts, with the overlength guard."""
+        return super().timeouts.model_copy(update={"overlength_extra_tokens": self.overlength_extra_tokens})
+
+
+# Fields that reach RunSettings through the slo / timeouts properties rather than by name, and the switches.
+SLO_AND_TIMEOUT_FIELDS = frozenset(
+    {
+        "slo_ttft_p50_ms",
+        "slo_ttft_p99_ms",
+        "slo_tpot_p50_ms",
+        "goodput_ttft_ms",
+        "goodput_tpot_ms",
+        "max_failed_ratio",
+        "connect_timeout_s",
+        "ttft_timeout_s",
+        "stall_timeout_s",
+        "overlength_extra_tokens",
+    }
+)
+SWITCHES = frozenset({"list_models", "test_connection", "output", "store", "quiet"})
+
+
+def prepare_run(options: ProbeOptions, api_key: str | None = None, prompt_file: str | None = None) -> RunSettings:
+    """Settings checked as ProbeRun.start() checks them, so nothing is stored for a refused run.
+
+    Raises ProbeSettingsError (absurd or unsafe values, over a cap) or WorkloadError (an unreadable prompt file).
+    """
+    settings = options.run_settings(api_key, prompt_file)
+    check_run_settings(settings)
+    build_prompts(settings, settings.requests_per_level)
+    return settings
+
+
+def _extra(field: FieldInfo) -> dict[str, Any]:
+    extra = field.json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
+def flag_of(name: str, field: FieldInfo) -> str:
+    """The command-line flag of a field: its own, else --<field-name> with hyphens."""
+    return str(_extra(field).get(FLAG) or "--" + name.replace("_", "-"))
+
+
+def required_on_cli(field: FieldInfo) -> bool:
+    """True when the command line has no default for the field."""
+    return bool(_extra(field).get(CLI_REQUIRED))
+
+
+def number_text(value: float) -> str:
+    """A limit or default as people write it: 100000 not 100000.0 or 1e5."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def limits_of(field: FieldInfo) -> tuple[float | None, float | None, bool]:
+    """The field's numeric bounds: (lowest, highest, lowest excluded), None where unbounded."""
+    low: float | None = None
+    high: float | None = None
+    exclusive = False
+    for item in field.metadata:
+        if isinstance(item, Ge):
+            low = float(item.ge)  # type: ignore[arg-type]
+        elif isinstance(item, Gt):
+            low, exclusive = float(item.gt), True  # type: ignore[arg-type]
+        elif isinstance(item, Le):
+            high = float(item.le)  # type: ignore[arg-type]
+        elif isinstance(item, Lt):
+            high = float(item.lt)  # type: ignore[arg-type]
+    return low, high, exclusive
+
+
+def max_length_of(field: FieldInfo) -> int | None:
+    """The longest text a field takes, None: unbounded."""
+    return next((item.max_length for item in field.metadata if isinstance(item, MaxLen)), None)
+
+
+def allowed_text(field: FieldInfo) -> str | None:
+    """The values a field accepts, in words ("1–100000", "> 0, ≤ 600", "chat, completions"); None: any."""
+    stated = _extra(field).get(ALLOWED)
+    if stated:
+        return str(stated)
+    annotation = field.annotation
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return ", ".join(kind.value for kind in annotation)
+    if annotation is bool:
+        return "true, false"
+    max_length = max_length_of(field)
+    if max_length is not None:
+        return f"up to {max_length} characters"
+    low, high, exclusive = limits_of(field)
+    if high is None:
+        return None if low is None else f"{'>' if exclusive else '≥'} {number_text(low)}"
+    if low is None:
+        return f"≤ {number_text(high)}"
+    if exclusive:
+        return f"> {number_text(low)}, ≤ {number_text(high)}"
+    return f"{number_text(low)}–{number_text(high)}"
+
+
+def default_text(field: FieldInfo) -> str:
+    """A field's default as the command line's help and docs state it ("off" for a flag not given)."""
+    if required_on_cli(field):
+        return "required"
+    value = field.get_default(call_default_factory=True)
+    if isinstance(value, bool):
+        return "off"
+    if value is None:
+        return "none"
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float):
+        return number_text(value)
+    return str(value) if value != "" else "empty"
