@@ -57,3 +57,9 @@ $(BENCH_VENV)/.deps: bench/requirements.txt
 
 bench: $(VENV)/.run-deps $(BENCH_VENV)/.deps
 	$(BIN)/python bench/probe_fidelity.py
+
+## busy-e2e: the browser tests BUSY_RUNS (3) times in a row, every core kept busy; see docs/reliability.md
+BUSY_RUNS ?= 3
+.PHONY: busy-e2e
+busy-e2e: $(VENV)/.dev-deps system-deps
+	$(BIN)/python bench/busy_e2e.py --runs $(BUSY_RUNS)

@@ -56,17 +56,25 @@ def any_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The app started as the README starts it, on a free port, with its own database."""
-    db_file = tmp_path_factory.mktemp("app") / "app.db"
-    with running_app(f"sqlite:///{db_file}") as base:
+    """The app started as the README starts it, on a free port, with its own database.
+
+    It runs in a folder of its own with the README's default `sqlite:///data/llm-serving.db`, so the sidebar (in the
+    README's screenshots too) reads what a person sees after `make run`; its log is app.log in that folder."""
+    home = tmp_path_factory.mktemp("app")
+    (home / "data").mkdir()
+    (home / ".streamlit").symlink_to(ROOT / ".streamlit")  # the app's config (theme, toolbar) is read from cwd
+    with running_app("sqlite:///data/llm-serving.db", cwd=home, log_path=home / "app.log") as base:
         yield base
 
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     """Debian's Chromium, headless, driven by Playwright."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    from tests.e2e.helpers import WAIT_MS
+
+    expect.set_options(timeout=WAIT_MS)  # every expect() waits as long as a click may (Playwright's default: 5 s)
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield chromium
@@ -76,7 +84,9 @@ def browser() -> Iterator[object]:
 @pytest.fixture
 def page(browser: object, request: pytest.FixtureRequest) -> Iterator[object]:
     """A fresh browser context and page; a screenshot of what it saw is kept under tests/e2e/artifacts/."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    from tests.e2e.helpers import new_context
+
+    context = new_context(browser)
     tab = context.new_page()
     console_errors: list[str] = []
 

@@ -10,7 +10,8 @@ from playwright.sync_api import Browser, Page, expect
 from catalog import find_gpu
 from probes.fakeserver import serve_in_thread
 from tests.e2e.helpers import (
-    WAIT_MS,
+    MAX_IN_SLO,
+    PROBE_MS,
     WARNING,
     assert_no_traceback,
     choose,
@@ -23,8 +24,10 @@ from tests.e2e.helpers import (
     open_expander,
     open_page,
     query,
+    start_probe,
     type_into,
     wait_for_query,
+    wait_for_url,
     wait_idle,
     warnings,
 )
@@ -70,8 +73,7 @@ def test_saved_scenario_short_link_opens_elsewhere_and_dies_with_delete(
     open_expander(page, "Saved scenarios")
     type_into(page.get_by_role("textbox", name="Scenario name", exact=True), HOSTILE_NAME, key="Tab")
     page.get_by_role("button", name="Save scenario").click()
-    page.wait_for_url(lambda url: re.fullmatch(r"[a-z0-9]{6}", query(url).get("s", "")) is not None, timeout=WAIT_MS)
-    wait_idle(page)
+    wait_for_url(page, lambda url: re.fullmatch(r"[a-z0-9]{6}", query(url).get("s", "")) is not None)
     short_id = query(page.url)["s"]
     assert query(page.url) == {"s": short_id, "price": "30", "tps": "900"}
     saved = page.locator('[data-testid="stAlertContentSuccess"]')
@@ -98,13 +100,13 @@ def test_saved_scenario_short_link_opens_elsewhere_and_dies_with_delete(
     # Deleted from the list on the first screen ...
     row = page.locator('[data-testid="stHorizontalBlock"]').filter(has=listed)
     row.get_by_role("button", name="Delete").click()
-    expect(page.locator('[data-testid="stText"]').filter(has_text=short_id)).to_have_count(0, timeout=WAIT_MS)
+    expect(page.locator('[data-testid="stText"]').filter(has_text=short_id)).to_have_count(0)
     assert_no_traceback(page)
 
     # ... the short link then says so and shows the defaults (15 CNY/h, 588 tok/s: the handbook's 0.0014 CNY).
     with fresh_tab(browser, "scenario_deleted_link_fresh") as other:
         open_page(other, f"{app_url}/tco?s={short_id}", "Cost per request")
-        shown = warnings(other)
+        shown = warnings(other, 1)
         assert len(shown) == 1 and f"Scenario '{short_id}' does not exist" in shown[0], shown
         expect(number_field(other, "Price per GPU-hour (in the currency above)")).to_have_value("15")
         expect(number_field(other, "Throughput per replica (output tokens/s)")).to_have_value("588")
@@ -122,7 +124,7 @@ def test_price_this_opens_the_cost_page_with_the_gpu_its_count_and_catalog_price
     wait_for_query(page, {"gpu": h100.id, "gpus": "2"})
 
     page.get_by_role("link", name="Price this").click()
-    page.wait_for_url(re.compile(r"/tco\?"), timeout=WAIT_MS)
+    page.wait_for_url(re.compile(r"/tco\?"))
     wait_for_query(page, {"gpu": h100.id, "gpus": "2", "price": price, "currency": h100.price_currency})
     expect(combobox(page, "GPU")).to_have_value("H100 80GB SXM · 80 GB")
     expect(number_field(page, "GPUs per replica")).to_have_value("2")
@@ -143,20 +145,20 @@ def test_cost_this_carries_the_measured_throughput_to_the_cost_page(page: Page, 
     model = "fake:ttft_ms=20,tpot_ms=5,tokens=16"  # about 0.1 s per request
     with serve_in_thread() as fake:
         link = urlencode({"url": fake.base_url, "model": model, "levels": "1,2", "requests": "4", "label": "cost this"})
-        open_page(page, f"{app_url}/probe?{link}", "Start probe")
-        page.get_by_role("button", name="Start probe").click()
-        expect(metric(page, "Max concurrency in SLO")).to_have_text("2", timeout=60_000)
+        start_probe(page, f"{app_url}/probe?{link}")
+        expect(metric(page, MAX_IN_SLO)).to_have_text("2", timeout=PROBE_MS)
         wait_idle(page)
         measured = metric_value(page, "Output tokens/s")  # at concurrency 2, the highest within the SLO
         expect(combobox(page, "Level to cost")).to_have_value(f"concurrency 2: {measured} tok/s (highest within SLO)")
-        page.locator(".js-plotly-plot").first.wait_for(timeout=WAIT_MS)
+        expect(page.locator(".js-plotly-plot").first).to_contain_text("SLO TTFT")
         # The README's picture: the result with its figures and the latency chart, scrolled to the top.
-        page.get_by_role("heading", name="Result").evaluate("el => el.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(300)
+        page.get_by_role("heading", name="Result").evaluate(
+            "el => el.scrollIntoView({block: 'start', behavior: 'instant'})"
+        )
         keep_screenshot(page, "probe.png")
 
         page.get_by_role("link", name="Cost this").click()
-        page.wait_for_url(re.compile(r"/tco\?"), timeout=WAIT_MS)
+        page.wait_for_url(re.compile(r"/tco\?"))
         wait_for_query(page, {"out_tokens": "16"})
         carried = query(page.url)
         assert set(carried) == {"tps", "out_tokens", "in_tokens"}, carried  # the fake server reports usage

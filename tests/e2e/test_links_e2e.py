@@ -13,6 +13,7 @@ from playwright.sync_api import Browser, Locator, Page, expect
 
 from probes.fakeserver import serve_in_thread
 from tests.e2e.helpers import (
+    PROBE_MS,
     WARNING,
     assert_no_traceback,
     choose,
@@ -31,6 +32,7 @@ from tests.e2e.helpers import (
     toggle,
     type_into,
     wait_for_query,
+    wait_for_url,
     warnings,
 )
 from tests.e2e.screens import keep_screenshot
@@ -109,7 +111,7 @@ def test_cost_page_form_link_reopens_the_same_scenario(page: Page, app_url: str,
 
 def test_cost_page_bad_link_warns_once_and_keeps_working(page: Page, app_url: str) -> None:
     open_page(page, app_url + "/tco?price=-5&tps=700", "Cost per request")
-    shown = warnings(page)
+    shown = warnings(page, 1)
     assert len(shown) == 1 and "price" in shown[0] and "-5" in shown[0], shown
     expect(number_field(page, "Price per GPU-hour (in the currency above)")).to_have_value("15")
     # The good parameter still applies: 15 CNY over 700/200 = 3.5 requests/s.
@@ -139,7 +141,7 @@ def _advice(page: Page) -> dict[str, str]:
 def _launch_commands(page: Page) -> list[str]:
     page.get_by_role("tab", name="Launch command").click()
     code = page.locator('[data-testid="stCode"]')
-    code.first.wait_for(timeout=30_000)
+    expect(code.first).to_be_visible()
     return [text.strip() for text in code.all_inner_texts()]
 
 
@@ -195,7 +197,7 @@ def test_advisor_form_link_reopens_the_same_advice(page: Page, app_url: str, bro
 
 def test_advisor_bad_link_warns_once_and_keeps_working(page: Page, app_url: str) -> None:
     open_page(page, app_url + "/selector?gpus=99&workload=rag", "Engine")
-    shown = warnings(page)
+    shown = warnings(page, 1)
     assert len(shown) == 1 and "gpus" in shown[0] and "99" in shown[0], shown
     expect(number_field(page, "GPUs (one node)")).to_have_value("1")
     expect(combobox(page, "Workload")).to_have_value("RAG (long shared prefix)")
@@ -231,7 +233,7 @@ def test_probe_form_link_reopens_the_same_form_without_the_key(page: Page, app_u
     type_into(number_field(page, "Requests per level"), 16, key="Tab")
     wait_for_query(page, {"requests": "16"})
     open_expander(page, "SLO targets")
-    type_into(number_field(page, "TTFT p99 (ms)"), 800)
+    type_into(number_field(page, "TTFT p99 target (ms)"), 800)
     wait_for_query(page, {"ttft_p99": "800"})
     open_expander(page, "Load and generation")
     type_into(text_field(page, "Run label"), "nightly <b>A800</b>")
@@ -265,7 +267,7 @@ def test_probe_form_link_reopens_the_same_form_without_the_key(page: Page, app_u
         expect(text_field(other, "Concurrency levels")).to_have_value("1,4,16")
         expect(number_field(other, "Requests per level")).to_have_value("16")
         open_expander(other, "SLO targets")
-        expect(number_field(other, "TTFT p99 (ms)")).to_have_value("800")
+        expect(number_field(other, "TTFT p99 target (ms)")).to_have_value("800")
         open_expander(other, "Load and generation")
         expect(text_field(other, "Run label")).to_have_value("nightly <b>A800</b>")
         expect(toggle(other, "Ignore EOS (always generate max tokens)")).to_be_checked()
@@ -277,7 +279,7 @@ def test_probe_form_link_reopens_the_same_form_without_the_key(page: Page, app_u
 
 def test_probe_bad_link_warns_once_and_keeps_working(page: Page, app_url: str) -> None:
     open_page(page, app_url + "/probe?model=m&levels=1,1,4&requests=8", "Start probe")
-    shown = warnings(page)
+    shown = warnings(page, 1)
     assert len(shown) == 1 and "levels" in shown[0] and "1,1,4" in shown[0], shown
     expect(text_field(page, "Concurrency levels")).to_have_value("1,2,4,8,16")
     expect(number_field(page, "Requests per level")).to_have_value("8")
@@ -338,7 +340,7 @@ def runs_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
         ]
         with running_app(database_url, log_path=folder / "app.log") as base:
             for proc in cli:
-                _, err = proc.communicate(timeout=60)
+                _, err = proc.communicate(timeout=PROBE_MS / 1000)
                 assert proc.returncode == 0, err
             yield base, first.base_url
 
@@ -348,24 +350,22 @@ def _listed_runs(page: Page) -> Locator:
     return page.locator('[data-testid="stDataFrame"] [role="grid"] tbody tr')
 
 
-def _open_run(page: Page, label: str) -> None:
-    combobox(page, "Open runs").click()
-    page.get_by_role("option").filter(has_text=re.compile(rf"^{label} · ")).click()
+def _open_run(page: Page, label: str, opened: int) -> None:
+    """Pick a run in "Open runs"; wait until the link holds `opened` stored runs' ids and that run is over."""
+    choose(page, "Open runs", re.compile(rf"^{label} · "))
     page.keyboard.press("Escape")  # a multiselect stays open for more picks; close it as a person would
+
+    def holds(url: str) -> bool:
+        ids = [r for r in query(url).get("runs", "").split(",") if re.fullmatch(r"[0-9a-f]{32}", r)]
+        return len(ids) == opened
+
+    wait_for_url(page, holds)
 
 
 def _run_figures(page: Page, label: str) -> dict[str, str]:
     """Open a compared run's expander and read its headline figures."""
-    open_expander(page, label)
-    box = page.locator('[data-testid="stExpander"]').filter(has=page.locator("summary", has_text=label)).first
-    return {
-        name: box.locator('[data-testid="stMetric"]')
-        .filter(has_text=name)
-        .first.locator('[data-testid="stMetricValue"]')
-        .inner_text()
-        .strip()
-        for name in ("Max concurrency in SLO", "Output tokens/s", "TTFT p50", "TPOT p50")
-    }
+    box = open_expander(page, label)
+    return metric_values(box, ["Max concurrency in SLO", "Output tokens/s", "TTFT p50", "TPOT p50"])
 
 
 def test_runs_filters_and_opened_runs_reopen_from_the_link(
@@ -381,10 +381,8 @@ def test_runs_filters_and_opened_runs_reopen_from_the_link(
     choose(page, "Model", "fake:tokens=8")
     wait_for_query(page, {"endpoint": endpoint, "model": "fake:tokens=8"})
     expect(_listed_runs(page)).to_have_count(2)
-    _open_run(page, "alpha")
-    page.wait_for_url(lambda url: len(query(url).get("runs", "").split(",")) == 1, timeout=30_000)
-    _open_run(page, "beta")
-    page.wait_for_url(lambda url: len(query(url).get("runs", "").split(",")) == 2, timeout=30_000)
+    _open_run(page, "alpha", opened=1)
+    _open_run(page, "beta", opened=2)
     wait_for_query(page, {"endpoint": endpoint, "model": "fake:tokens=8"})
     expect(page.get_by_role("heading", name="Comparing 2 runs")).to_be_visible()
     figures = {label: _run_figures(page, label) for label in ("alpha", "beta")}
@@ -408,11 +406,10 @@ def test_runs_filters_and_opened_runs_reopen_from_the_link(
 def test_runs_bad_link_warns_once_and_keeps_working(page: Page, runs_app: tuple[str, str]) -> None:
     base, _ = runs_app
     open_page(page, f"{base}/runs?runs=not-a-run&model=fake:tokens=12", "Open runs")
-    shown = warnings(page)
+    shown = warnings(page, 1)
     assert len(shown) == 1 and "runs" in shown[0] and "not-a-run" in shown[0], shown
     expect(_listed_runs(page)).to_have_count(1)  # the model filter still applies: gamma only
-    _open_run(page, "gamma")
-    page.wait_for_url(lambda url: len(query(url).get("runs", "")) >= 6, timeout=30_000)
+    _open_run(page, "gamma", opened=1)
     expect(metric(page, "Max concurrency in SLO")).to_have_text("2")
     expect(page.locator(WARNING)).to_have_count(0)
     assert_no_traceback(page)

@@ -11,57 +11,61 @@ from playwright.sync_api import expect
 
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.conftest import ARTIFACTS
+from tests.e2e.helpers import (
+    MAX_IN_SLO,
+    assert_no_traceback,
+    download,
+    metric,
+    shown_run_id,
+    start_probe,
+    wait_probe_done,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 
 KEY = "sk-e2e-SECRET-0042"
+# Seen together in one look at the page while the worker runs: the level, a progress bar and the Cancel button.
+LIVE_PROGRESS = """() => {
+    const status = [...document.querySelectorAll('[data-testid="stExpander"]')]
+        .find(el => el.innerText.includes('Probing'));
+    return Boolean(status && /Level \\d of 3: concurrency \\d/.test(status.innerText)
+        && status.querySelector('[data-testid="stProgress"]')
+        && [...document.querySelectorAll('button')].some(b => b.innerText.includes('Cancel probe')));
+}"""
 
 
 @pytest.fixture
 def fake() -> Iterator[FakeServer]:
-    # About 0.25 s per request: slow enough to watch the progress, quick enough for a test.
-    with serve_in_thread(defaults=Behaviour(ttft_ms=50, tpot_ms=10, tokens=20), max_running=None) as server:
+    # About 0.45 s per request (18 of them, about 5 s of levels): time to watch the progress, quick for a test.
+    with serve_in_thread(defaults=Behaviour(ttft_ms=50, tpot_ms=10, tokens=40), max_running=None) as server:
         yield server
-
-
-def metric_value(page: object, label: str) -> str:
-    card = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    card.wait_for(timeout=30_000)
-    return card.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
 def test_a_small_probe_from_the_page_shows_progress_and_the_chart(
     page: object, app_url: str, fake: FakeServer, tmp_path: Path
 ) -> None:
-    page.goto(f"{app_url}/probe?url={fake.base_url}&model=fake&levels=1,2,4&requests=6&label=e2e-run")
-    key_box = page.get_by_role("textbox", name="API key")
-    key_box.fill(KEY)
-    key_box.press("Enter")
-    page.get_by_role("button", name="Start probe").click()
-    # Live progress while the worker runs.
-    status = page.locator('[data-testid="stExpander"]').filter(has_text="Probing")
-    expect(status).to_contain_text(re.compile(r"Level \d of 3: concurrency \d"), timeout=30_000)
-    expect(page.locator('[data-testid="stProgress"]').first).to_be_visible()
-    page.get_by_role("button", name="Cancel probe").wait_for(timeout=10_000)
-    # Then the results: figures and the charts.
-    assert metric_value(page, "Max concurrency in SLO") == "4"
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
-    assert page.locator(".js-plotly-plot").first.inner_text().count("SLO TTFT") == 2
-    assert page.get_by_role("link", name="Cost this").count() == 1
-    assert page.locator('[data-testid="stException"]').count() == 0
+    start_probe(page, f"{app_url}/probe?url={fake.base_url}&model=fake&levels=1,2,4&requests=6&label=e2e-run", KEY)
+    page.wait_for_function(LIVE_PROGRESS)  # live progress while the worker runs
+    # Then the results: figures, the charts (the latency one with its two TTFT targets) and "Cost this".
+    wait_probe_done(page)
+    expect(metric(page, MAX_IN_SLO)).to_have_text("4")
+    chart = page.locator(".js-plotly-plot").first
+    expect(chart).to_contain_text("SLO TTFT")
+    wait_until(lambda: chart.inner_text().count("SLO TTFT") == 2, "the latency chart shows the two TTFT targets")
+    expect(page.get_by_role("link", name="Cost this")).to_have_count(1)
+    assert_no_traceback(page)
     assert KEY not in page.url
     page.screenshot(path=str(ARTIFACTS / "probe_result.png"), full_page=False)
     # The JSON export is the run, without the key.
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Download JSON").click()
-    saved = tmp_path / download.value.suggested_filename
-    download.value.save_as(saved)
+    saved = download(page, page.get_by_role("button", name="Download JSON"), tmp_path)
     exported = json.loads(saved.read_text(encoding="utf-8"))
+    assert exported["run_id"] == shown_run_id(page)
     assert exported["status"] == "completed" and len(exported["samples"]) == 18
     assert KEY not in saved.read_text(encoding="utf-8")
     # The run is kept and opens in /runs.
     page.get_by_role("link", name="Open in Probe runs").click()
     page.wait_for_url(re.compile(r"/runs\?runs=" + exported["run_id"]))
-    assert metric_value(page, "Max concurrency in SLO") == "4"
-    assert page.get_by_text("e2e-run").first.is_visible()
-    assert page.locator('[data-testid="stException"]').count() == 0
+    expect(page.get_by_role("heading", name="e2e-run")).to_be_visible()
+    expect(metric(page, MAX_IN_SLO)).to_have_text("4")
+    assert_no_traceback(page)

@@ -14,13 +14,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import BrowserContext, Page, expect
 from sqlalchemy import text
 
 from db import init_db, list_runs, make_engine
 from db.runs import load_samples
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.support import ROOT, free_port, running_app, wait_http
+from tests.e2e.helpers import (
+    PROBE_MS,
+    assert_no_traceback,
+    download,
+    new_context,
+    open_expander,
+    open_page,
+    shown_run_id,
+    start_probe,
+    wait_idle,
+    wait_probe_done,
+    wait_until,
+)
+from tests.support import APP_START_S, ROOT, free_port, running_app, wait_http
 
 pytestmark = pytest.mark.e2e
 
@@ -37,21 +50,15 @@ def fake() -> Iterator[FakeServer]:
 
 
 def _start_probe(
-    context: object, base: str, fake: FakeServer, label: str, model: str = "fake", requests: int = REQUESTS
-) -> object:
+    context: BrowserContext, base: str, fake: FakeServer, label: str, model: str = "fake", requests: int = REQUESTS
+) -> Page:
+    """A new tab in this context that has started a probe (with the key) and shows it running."""
     tab = context.new_page()
     levels = ",".join(map(str, LEVELS))
-    tab.goto(f"{base}/probe?url={fake.base_url}&model={model}&levels={levels}&requests={requests}&label={label}")
-    key_box = tab.get_by_role("textbox", name="API key")
-    key_box.fill(KEY)
-    key_box.press("Enter")
-    tab.get_by_role("button", name="Start probe").click()
+    start_probe(
+        tab, f"{base}/probe?url={fake.base_url}&model={model}&levels={levels}&requests={requests}&label={label}", KEY
+    )
     return tab
-
-
-def _finished(tab: object) -> None:
-    card = tab.locator('[data-testid="stMetric"]').filter(has_text="Max concurrency in SLO").first
-    card.wait_for(timeout=60_000)
 
 
 def _dump(url: str) -> str:
@@ -70,30 +77,36 @@ def test_two_probes_at_once_while_a_third_session_browses_runs(
     db_url = f"sqlite:///{tmp_path / 'team.db'}"
     log = tmp_path / "app.log"
     urls: list[str] = []
+    engine = make_engine(db_url)
     with running_app(db_url, log_path=log) as base:
-        first, second, third = (browser.new_context() for _ in range(3))
+        first, second, third = (new_context(browser) for _ in range(3))
         tab_a = _start_probe(first, base, fake, "probe-A")
         tab_b = _start_probe(second, base, fake, "probe-B")
         browsing = third.new_page()
-        for _ in range(4):  # a third person reads /runs while both probes write
-            browsing.goto(f"{base}/runs")
-            browsing.get_by_text("Probe runs").first.wait_for(timeout=30_000)
+
+        def both_stored() -> bool:
+            return sum(row.status == "completed" for row in list_runs(engine)) == 2
+
+        reads = 0
+        deadline = time.monotonic() + PROBE_MS / 1000
+        while reads < 4 or not both_stored():  # a third person reads /runs until both probes have written it all
+            assert time.monotonic() < deadline, "the two probes did not both finish"
+            open_page(browsing, f"{base}/runs", "Probe runs")
+            assert_no_traceback(browsing)
             urls.append(browsing.url)
-            time.sleep(0.5)
-        _finished(tab_a)
-        _finished(tab_b)
+            reads += 1
+        wait_probe_done(tab_a)
+        wait_probe_done(tab_b)
         urls += [tab_a.url, tab_b.url]
         # Export the first run as a person would, then search the files for the key.
         exports = []
         for button in ("Download JSON", "Download levels CSV", "Download requests CSV"):
-            with tab_a.expect_download() as download:
-                tab_a.get_by_role("button", name=button).click()
-            saved = tmp_path / download.value.suggested_filename
-            download.value.save_as(saved)
+            saved = download(tab_a, tab_a.get_by_role("button", name=button), tmp_path)
             exports.append(saved.read_text(encoding="utf-8"))
-        browsing.goto(f"{base}/runs")
-        expect(browsing.locator('[data-testid="stDataFrame"]').first).to_be_visible(timeout=30_000)
-        assert browsing.locator('[data-testid="stException"]').count() == 0
+        open_page(browsing, f"{base}/runs", "Probe runs")
+        expect(browsing.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+        assert_no_traceback(browsing)
+        engine.dispose()
         for context in (first, second, third):
             for tab in context.pages:
                 tab.goto("about:blank")
@@ -132,39 +145,32 @@ def test_cancel_one_then_compare_and_export_both_from_runs(
     page: object, app_url: str, fake: FakeServer, tmp_path: Path
 ) -> None:
     done = _start_probe(page.context, app_url, fake, "finished-run")
-    _finished(done)
-    done_id = re.search(r"Run ([0-9a-f]{32})", done.locator("body").inner_text()).group(1)
+    wait_probe_done(done)
+    done_id = shown_run_id(done)
     slow = _start_probe(page.context, app_url, fake, "cancelled-run", model="fake:ttft_ms=30,tpot_ms=60,tokens=30")
     # Cancel once some requests of the first level are done (so it has something to keep).
     level_bar = slow.locator('[data-testid="stProgress"]').filter(has_text="This level").first
-    expect(level_bar).to_contain_text(re.compile(r"This level: [2-7] of"), timeout=30_000)
+    expect(level_bar).to_contain_text(re.compile(r"This level: [2-7] of"), timeout=PROBE_MS)
     slow.get_by_role("button", name="Cancel probe").click()
-    expect(slow.locator('[data-testid="stAlert"]').filter(has_text="cancelled").first).to_be_visible(timeout=60_000)
-    cancelled_id = re.search(r"Run ([0-9a-f]{32})", slow.locator("body").inner_text()).group(1)
+    expect(slow.locator('[data-testid="stAlert"]').filter(has_text="cancelled").first).to_be_visible(timeout=PROBE_MS)
+    wait_idle(slow)
+    cancelled_id = shown_run_id(slow)
     done.goto("about:blank")
     slow.goto("about:blank")
 
-    page.goto(f"{app_url}/runs?runs={done_id},{cancelled_id}")
-    page.get_by_text("Comparing 2 runs").wait_for(timeout=30_000)
+    open_page(page, f"{app_url}/runs?runs={done_id},{cancelled_id}", "Comparing 2 runs")
     legend = page.locator(".js-plotly-plot").first
-    legend.wait_for(timeout=30_000)
-    assert "finished-run" in legend.inner_text() and "cancelled-run" in legend.inner_text()
+    expect(legend).to_contain_text("finished-run")
+    expect(legend).to_contain_text("cancelled-run")
     # Export both, from their expanders, and read the files back.
     counts = {}
     for label, run_id in (("finished-run", done_id), ("cancelled-run", cancelled_id)):
-        section = page.locator('[data-testid="stExpander"]').filter(has_text=label).first
-        section.locator("summary").click()
-        with page.expect_download() as download:
-            section.get_by_role("button", name="Download JSON").click()
-        path = tmp_path / f"{label}.json"
-        download.value.save_as(path)
+        section = open_expander(page, label)
+        path = download(page, section.get_by_role("button", name="Download JSON"), tmp_path, f"{label}.json")
         data = json.loads(path.read_text(encoding="utf-8"))
         assert data["run_id"] == run_id
         counts[label] = (data["status"], len(data["samples"]))
-        with page.expect_download() as download:
-            section.get_by_role("button", name="Download requests CSV").click()
-        path = tmp_path / f"{label}.csv"
-        download.value.save_as(path)
+        path = download(page, section.get_by_role("button", name="Download requests CSV"), tmp_path, f"{label}.csv")
         assert len(list(csv.DictReader(path.open(encoding="utf-8")))) == len(data["samples"])
     assert counts["finished-run"] == ("completed", REQUESTS * len(LEVELS))
     status, kept = counts["cancelled-run"]
@@ -194,17 +200,17 @@ def test_kill_9_in_the_middle_of_a_probe_keeps_every_finished_request(
     env = {**os.environ, "DATABASE_URL": db_url}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    context = browser.new_context()
+    context = new_context(browser)
     try:
-        wait_http(f"{base}/_stcore/health", proc=proc)
+        wait_http(f"{base}/_stcore/health", timeout_s=APP_START_S, proc=proc)
         # 0.5 s per request, 2 x 12 requests: the kill lands in the middle.
         _start_probe(context, base, fake, "doomed", model="fake:ttft_ms=20,tpot_ms=20,tokens=24", requests=12)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+
+        def five_stored() -> bool:
             runs = list_runs(engine)
-            if runs and len(load_samples(engine, runs[0].id)) >= 5:
-                break
-            time.sleep(0.1)
+            return bool(runs) and len(load_samples(engine, runs[0].id)) >= 5
+
+        wait_until(five_stored, "five requests of the probe stored", PROBE_MS)
         os.kill(proc.pid, signal.SIGKILL)
         killed_at = time.perf_counter()
         proc.wait(10)
@@ -217,9 +223,9 @@ def test_kill_9_in_the_middle_of_a_probe_keeps_every_finished_request(
     (row,) = list_runs(engine)
     assert row.status == "running"  # nobody has looked yet
     with running_app(db_url) as restarted:
-        tab = browser.new_context().new_page()
+        tab = new_context(browser).new_page()
         tab.goto(f"{restarted}/runs?runs={row.id}")
-        tab.get_by_text("interrupted").first.wait_for(timeout=30_000)
+        expect(tab.get_by_text("interrupted").first).to_be_visible()
         tab.goto("about:blank")
         tab.context.close()
     (row,) = list_runs(engine)

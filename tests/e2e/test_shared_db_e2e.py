@@ -4,45 +4,54 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from playwright.sync_api import Browser, expect
 
+from tests.e2e.helpers import (
+    MAX_IN_SLO,
+    choose,
+    metric,
+    new_context,
+    open_expander,
+    open_page,
+    start_probe,
+    text_field,
+    type_into,
+    wait_for_url,
+    wait_probe_done,
+)
 from tests.pg import create_database
 from tests.support import running_app
 
 pytestmark = pytest.mark.e2e
 
 
-def _metric(page: object, label: str) -> str:
-    card = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    card.wait_for(timeout=30_000)
-    return card.locator('[data-testid="stMetricValue"]').inner_text().strip()
-
-
-def test_a_scenario_saved_on_one_replica_opens_on_another(browser: object, postgres_base_url: str) -> None:
+def test_a_scenario_saved_on_one_replica_opens_on_another(browser: Browser, postgres_base_url: str) -> None:
     url = create_database(postgres_base_url, "shared_replicas")
     with running_app(url) as first, running_app(url) as second:
-        context = browser.new_context()
+        context = new_context(browser)
         page = context.new_page()
-        page.goto(first + "/tco?price=30&tps=900&hours=720")
-        cost = _metric(page, "Cost per request")
-        assert cost == "0.0019 CNY"  # 30 CNY/h over 4.5 requests/s
-        page.get_by_text("Saved scenarios", exact=True).click()
-        page.get_by_label("Scenario name").fill("Shared <b>across</b> replicas")
+        open_page(page, first + "/tco?price=30&tps=900&hours=720", "Cost per request")
+        expect(metric(page, "Cost per request")).to_have_text("0.0019 CNY")  # 30 CNY/h over 4.5 requests/s
+        open_expander(page, "Saved scenarios")
+        type_into(text_field(page, "Scenario name"), "Shared <b>across</b> replicas", key="Tab")
         page.get_by_role("button", name="Save scenario").click()
-        page.wait_for_url(re.compile(r"[?&]s=[a-z0-9]{6}"), timeout=30_000)
+        wait_for_url(page, lambda link: re.search(r"[?&]s=[a-z0-9]{6}\b", link) is not None)
         short_id = parse_qs(urlsplit(page.url).query)["s"][0]
+        page.goto("about:blank")
         context.close()
 
-        other = browser.new_context()
+        other = new_context(browser)
         tab = other.new_page()
-        tab.goto(second + f"/tco?s={short_id}")
-        assert _metric(tab, "Cost per request") == cost
+        open_page(tab, second + f"/tco?s={short_id}", "Cost per request")
+        expect(metric(tab, "Cost per request")).to_have_text("0.0019 CNY")
         alert = tab.locator('[data-testid="stAlert"]').filter(has_text="Shared <b>across</b> replicas")
-        alert.first.wait_for(timeout=30_000)  # shown as typed, not as HTML
-        assert tab.locator("b", has_text="across").count() == 0
+        expect(alert.first).to_be_visible()  # shown as typed, not as HTML
+        expect(tab.locator("b", has_text="across")).to_have_count(0)
+        tab.goto("about:blank")
         other.close()
 
 
-def test_a_probe_run_on_one_replica_is_listed_and_opened_on_another(browser: object, postgres_base_url: str) -> None:
+def test_a_probe_run_on_one_replica_is_listed_and_opened_on_another(browser: Browser, postgres_base_url: str) -> None:
     from probes.fakeserver import Behaviour, serve_in_thread
 
     url = create_database(postgres_base_url, "shared_runs")
@@ -51,19 +60,17 @@ def test_a_probe_run_on_one_replica_is_listed_and_opened_on_another(browser: obj
         running_app(url) as first,
         running_app(url) as second,
     ):
-        context = browser.new_context()
+        context = new_context(browser)
         tab = context.new_page()
-        tab.goto(f"{first}/probe?url={fake.base_url}&model=fake&levels=1,2&requests=4&label=from-replica-one")
-        tab.get_by_role("button", name="Start probe").click()
-        tab.locator('[data-testid="stMetric"]').filter(has_text="Max concurrency in SLO").first.wait_for(timeout=60_000)
+        start_probe(tab, f"{first}/probe?url={fake.base_url}&model=fake&levels=1,2&requests=4&label=from-replica-one")
+        wait_probe_done(tab)
         tab.goto("about:blank")
         context.close()
 
-        other = browser.new_context()
+        other = new_context(browser)
         runs = other.new_page()
-        runs.goto(f"{second}/runs")
-        runs.get_by_role("combobox", name="Open runs").click()
-        runs.get_by_role("option").filter(has_text="from-replica-one").first.click()
-        assert _metric(runs, "Max concurrency in SLO") == "2"
+        open_page(runs, f"{second}/runs", "Open runs")
+        choose(runs, "Open runs", re.compile(r"^from-replica-one · "))
+        expect(metric(runs, MAX_IN_SLO)).to_have_text("2")
         runs.goto("about:blank")
         other.close()
