@@ -1,6 +1,7 @@
 """Drawing probes: the form's widgets from the settings' fields; runs' figures, charts, tables, "Cost this", exports."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -245,34 +246,26 @@ def comparison(results: Sequence[RunResult], key: str) -> None:
 def downloads(result: RunResult, key: str) -> None:
     """Export buttons: the JSON file (the CLI's schema), levels CSV and requests CSV; built on click."""
     stem = f"probe-{(result.run_id or 'run')[:12]}"
-    cols = st.columns(3)
-    cols[0].download_button(
-        "Download JSON",
-        lambda: result_json(full_run(result)),
-        file_name=f"{stem}.json",
-        mime="application/json",
-        key=f"{key}.export.json",
-        on_click="ignore",
-        icon=":material/download:",
-    )
-    cols[1].download_button(
-        "Download levels CSV",
-        lambda: levels_csv(full_run(result)),
-        file_name=f"{stem}-levels.csv",
-        mime="text/csv",
-        key=f"{key}.export.levels",
-        on_click="ignore",
-        icon=":material/download:",
-    )
-    cols[2].download_button(
-        "Download requests CSV",
-        lambda: samples_csv(full_run(result)),
-        file_name=f"{stem}-requests.csv",
-        mime="text/csv",
-        key=f"{key}.export.requests",
-        on_click="ignore",
-        icon=":material/download:",
-    )
+    exports: list[tuple[str, Callable[[RunResult], str], str, str, str]] = [
+        ("Download JSON", result_json, ".json", "application/json", "json"),
+        ("Download levels CSV", levels_csv, "-levels.csv", "text/csv", "levels"),
+        ("Download requests CSV", samples_csv, "-requests.csv", "text/csv", "requests"),
+    ]
+    for col, (label, build, suffix, mime, name) in zip(st.columns(len(exports)), exports, strict=True):
+        col.download_button(
+            label,
+            partial(_built, build, result),
+            file_name=f"{stem}{suffix}",
+            mime=mime,
+            key=f"{key}.export.{name}",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+
+
+def _built(build: Callable[[RunResult], str], result: RunResult) -> str:
+    """An export of the whole run, samples loaded only now (the button was clicked)."""
+    return build(full_run(result))
 
 
 def title_text(result: RunResult) -> str:
