@@ -1,17 +1,36 @@
-"""The GPU catalog: memory, bandwidth, tensor rates, architecture gates and hourly prices, each with its source."""
+"""The GPU catalog: memory, bandwidth, tensor rates, architecture gates, interconnect and hourly prices, with sources.
+
+Conventions of catalog/data/gpus.csv:
+
+- Tensor rates are dense (no 2:4 sparsity) in TFLOPS; blank where the part has no such tensor path (BF16 on
+  Volta/Turing, FP8 before Ada/Hopper, FP4 before Blackwell/CDNA4, any tensor rate on a CPU).
+- ``interconnect_gb_s`` is the **bidirectional** GPU-to-GPU bandwidth of one GPU in GB/s, as NVIDIA quotes NVLink
+  (H100 900, B200 1800): twice the per-direction figure that aiconfigurator's ``intra_node_bw`` and
+  llm-analysis's ``intra_node_bandwidth`` list. A PCIe x16 card counts its slot (Gen3 32, Gen4 64, Gen5 128);
+  optional two-card bridges are not counted. Blank when there is no link at all (``interconnect = none``).
+- ``nvlink_domain`` is how many GPUs share one NVLink / Infinity Fabric domain: 8 on HGX and 8-GPU OAM boards,
+  72 in an NVL72 rack, 1 for PCIe-only cards, SoCs and CPU hosts. Tensor parallelism beyond it crosses PCIe or
+  the network.
+- A ``kind = cpu`` row is a whole CPU host (sockets, DRAM and its bandwidth), served by CPU builds only.
+- Every row names its sources: ``spec_source`` (memory, bandwidth, rates, TDP), ``interconnect_source`` (link and
+  domain, with the convention spelled out) and ``price_source`` / ``price_date``.
+"""
 
 import csv
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from catalog.matching import match_names
 
 GPU_CSV = Path(__file__).parent / "data" / "gpus.csv"
 
-GpuKind = Literal["datacenter", "consumer", "apple"]
+GpuKind = Literal["datacenter", "consumer", "apple", "cpu"]
+Interconnect = Literal[
+    "NVLink 2", "NVLink 3", "NVLink 4", "NVLink 5", "Infinity Fabric", "PCIe Gen3", "PCIe Gen4", "PCIe Gen5", "none"
+]
 
 
 class GpuLookupError(ValueError):
@@ -55,6 +74,10 @@ class Gpu(BaseModel):
     native_fp4: bool
     marlin_kernels: bool
     tdp_w: float | None
+    interconnect: Interconnect
+    interconnect_gb_s: float | None = Field(description="bidirectional GPU-to-GPU GB/s per GPU; None without a link")
+    nvlink_domain: int = Field(ge=1, description="GPUs in one NVLink / Infinity Fabric domain (1 = PCIe or none)")
+    interconnect_source: str
     price_low: float | None
     price_high: float | None
     price_currency: Literal["USD", "CNY"] | None
@@ -69,6 +92,7 @@ class Gpu(BaseModel):
         "fp8_dense_tflops",
         "fp4_dense_tflops",
         "tdp_w",
+        "interconnect_gb_s",
         "price_low",
         "price_high",
         "price_currency",
@@ -87,6 +111,14 @@ class Gpu(BaseModel):
     @classmethod
     def _yes_no(cls, value: object) -> object:
         return value == "yes" if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _link_is_consistent(self) -> "Gpu":
+        if (self.interconnect == "none") != (self.interconnect_gb_s is None):
+            raise ValueError(f"{self.id}: interconnect_gb_s must be blank exactly when interconnect is none")
+        if self.nvlink_domain > 1 and not self.interconnect.startswith(("NVLink", "Infinity Fabric")):
+            raise ValueError(f"{self.id}: a domain of {self.nvlink_domain} GPUs needs NVLink or Infinity Fabric")
+        return self
 
     @property
     def sm(self) -> float | None:

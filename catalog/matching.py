@@ -1,10 +1,25 @@
-"""Forgiving name matching for catalog entries (GPUs, models): normalise, then exact, prefix, or close matches."""
+"""Honest name matching for catalog entries (GPUs, models, engines, quantizations): a match only when it is close.
+
+A query names an entry when, once normalised, it equals one of the entry's names or aliases, or is a prefix or a
+piece of one that is long enough to mean something (a prefix of three characters and half of that name, a piece
+from inside it of four characters and most of it). Anything
+else is at most a suggestion, ranked by similarity: 'y' is not 'QLoRA NF4 (bitsandbytes)', and 'x' is no engine.
+"""
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 _NOISE_WORDS = ("nvidia", "amd", "apple", "geforce", "instinct", "tesla")
+
+MIN_PARTIAL_CHARS = 3  # a prefix of a name counts from three characters ('h10'), never one or two
+MIN_PARTIAL_SHARE = 0.5  # ... and only when it is at least half of the name ('int' of 'int8', 'gpt' of 'gptq')
+MIN_PIECE_CHARS = 4  # a piece from inside a name needs four characters ('bitsandbytes' in 'QLoRA NF4 (bitsandbytes)')
+MIN_PIECE_SHARE = 0.6  # ... and most of the name ('lla' is not 'ollama')
+SUGGEST_RATIO = 0.6  # similarity from which a name is offered as a suggestion
+NEAREST_RATIO = 0.8  # similarity from which the one best suggestion may stand in for the query (always said)
+NEAREST_MARGIN = 0.05  # ... when it is at least this far ahead of the next entry
+MAX_SUGGESTIONS = 5
 
 
 def normalize(name: str) -> str:
@@ -15,26 +30,81 @@ def normalize(name: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "", text).replace(".", "")
 
 
+def similarity(query: str, name: str) -> float:
+    """How alike two names are once normalised: 0 (nothing shared) to 1 (the same)."""
+    a, b = normalize(query), normalize(name)
+    if not a or not b:
+        return 0.0
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def _is_part(wanted: str, name: str, *, prefix: bool) -> bool:
+    """Whether `wanted` is a prefix (or a piece) of `name` long enough to stand for it."""
+    if prefix:
+        return len(wanted) >= max(MIN_PARTIAL_CHARS, MIN_PARTIAL_SHARE * len(name)) and name.startswith(wanted)
+    return len(wanted) >= max(MIN_PIECE_CHARS, MIN_PIECE_SHARE * len(name)) and wanted in name
+
+
+def _score(wanted: str, names: Sequence[str]) -> float:
+    return max((difflib.SequenceMatcher(None, wanted, n).ratio() for n in names if n), default=0.0)
+
+
+def _normalised(keys: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    return {key: tuple(n for n in (normalize(a) for a in aliases) if n) for key, aliases in keys.items()}
+
+
+def _best_first(wanted: str, hits: list[str], names: Mapping[str, Sequence[str]]) -> list[str]:
+    order = {key: i for i, key in enumerate(names)}
+    return sorted(hits, key=lambda key: (-_score(wanted, names[key]), order[key]))
+
+
+def ranked(query: str, keys: Mapping[str, Sequence[str]]) -> list[tuple[str, float]]:
+    """Every entry with its similarity to the query (its closest name), best first, catalog order on ties."""
+    wanted = normalize(query)
+    names = _normalised(keys)
+    scores = [(key, _score(wanted, aliases) if wanted else 0.0) for key, aliases in names.items()]
+    order = {key: i for i, key in enumerate(names)}
+    return sorted(scores, key=lambda pair: (-pair[1], order[pair[0]]))
+
+
 def match_names(query: str, keys: Mapping[str, Sequence[str]]) -> tuple[str | None, list[str]]:
-    """Return (unique id, []) or (None, close candidate ids) for a query against ids with their aliases."""
+    """Return (unique id, []) when the query names one entry, else (None, close candidate ids, best first).
+
+    The candidates are entries the query is a genuine part of (ambiguous) or that look alike (similarity of at
+    least SUGGEST_RATIO, from three characters on): suggestions, never a match.
+    """
     wanted = normalize(query)
     if not wanted:
         return None, []
-    exact = [key for key, aliases in keys.items() if any(normalize(a) == wanted for a in aliases)]
-    if len(exact) == 1:
-        return exact[0], []
-    if exact:
-        return None, sorted(exact)
-    prefixed = [key for key, aliases in keys.items() if any(normalize(a).startswith(wanted) for a in aliases)]
-    if len(prefixed) == 1:
-        return prefixed[0], []
-    if prefixed:
-        return None, sorted(prefixed)
-    contained = [key for key, aliases in keys.items() if any(wanted in normalize(a) for a in aliases)]
-    if len(contained) == 1:
-        return contained[0], []
-    if contained:
-        return None, sorted(contained)
-    normal_to_key = {normalize(a): key for key, aliases in keys.items() for a in aliases}
-    close = difflib.get_close_matches(wanted, list(normal_to_key), n=5, cutoff=0.6)
-    return None, sorted({normal_to_key[c] for c in close})
+    names = _normalised(keys)
+    tests: tuple[Callable[[str], bool], ...] = (
+        lambda n: n == wanted,
+        lambda n: _is_part(wanted, n, prefix=True),
+        lambda n: _is_part(wanted, n, prefix=False),
+    )
+    for test in tests:
+        hits = [key for key, aliases in names.items() if any(test(n) for n in aliases)]
+        if len(hits) == 1:
+            return hits[0], []
+        if hits:
+            return None, _best_first(wanted, hits, names)
+    if len(wanted) < MIN_PARTIAL_CHARS:
+        return None, []
+    close = [key for key, score in ranked(query, keys) if score >= SUGGEST_RATIO]
+    return None, close[:MAX_SUGGESTIONS]
+
+
+def nearest(query: str, keys: Mapping[str, Sequence[str]]) -> str | None:
+    """The one entry clearly closest to a query that names none ('H1000' -> the H100), else None.
+
+    Clearly: a similarity of at least NEAREST_RATIO, NEAREST_MARGIN ahead of the next entry, from three characters.
+    Whoever uses it in place of the query must say so.
+    """
+    if len(normalize(query)) < MIN_PARTIAL_CHARS:
+        return None
+    scores = ranked(query, keys)
+    if not scores or scores[0][1] < NEAREST_RATIO:
+        return None
+    if len(scores) > 1 and scores[0][1] - scores[1][1] < NEAREST_MARGIN:
+        return None
+    return scores[0][0]

@@ -6,14 +6,15 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from catalog import Gpu, find_gpu, load_gpus, load_handbook
+from selector.custom import custom_model
 from selector.engines import ServingEngine, get_engine, gpu_platform
 from selector.errors import SelectorError
 from selector.inputs import MIN_CONTEXT_TOKENS, AdviceRequest
 from selector.kvcache import eight_bit_kv
 from selector.launch import LaunchCommand, Plan, launch_command
-from selector.memory import MemoryFit, fit, memory_pressure, min_gpus
-from selector.models import CUSTOM_MODEL, ModelSpec, custom_model, find_model
-from selector.quantization import AUTO, gate, get_quant, weights_gb
+from selector.memory import MemoryFit, Policy, fit, memory_pressure, min_gpus, min_nodes
+from selector.models import CUSTOM_MODEL, ModelSpec, find_model
+from selector.quantization import AUTO, Gate, gate, get_quant, weights_gb
 from selector.rules import Explained, Rule, load_rules, matching, render
 from selector.speculative import Speculative, decide_speculative
 
@@ -56,6 +57,7 @@ class Advice(BaseModel):
     max_num_batched_tokens: int
     speculative: Speculative
     memory: MemoryFit
+    model: ModelSpec
     launch: LaunchCommand
     runner_up_launch: LaunchCommand | None
     reasons: tuple[Decision, ...]
@@ -100,6 +102,7 @@ class Advice(BaseModel):
             "launch_argv": list(self.launch.argv),
             "runner_up_launch_command": self.runner_up_launch.shell if self.runner_up_launch else None,
             "memory": memory,
+            "model_facts": model_facts(self.model),
             "reasons": [d.model_dump() for d in self.reasons],
             "today_vs_handbook": list(self.today_vs_handbook),
             "warnings": list(self.warnings),
@@ -110,19 +113,32 @@ def resolve_model(request: AdviceRequest) -> ModelSpec:
     """The preset, or the custom model the request describes."""
     if request.model != CUSTOM_MODEL:
         return find_model(request.model)
-    if request.kv_heads > request.heads or request.heads % request.kv_heads:
-        raise SelectorError(
-            f"Custom model: {request.heads} attention heads cannot be shared by {request.kv_heads} KV "
-            "heads (KV heads must divide the attention heads)."
-        )
-    return custom_model(
-        params_b=request.params_b,
-        layers=request.layers,
-        attention_heads=request.heads,
-        kv_heads=request.kv_heads,
-        head_dim=request.head_dim,
-        max_context=request.max_context,
-    )
+    return custom_model(request)
+
+
+def model_facts(model: ModelSpec) -> dict[str, object]:
+    """The model's architecture as the CLI's --json `model_facts` reports it."""
+    return {
+        "id": model.id,
+        "name": model.name,
+        "total_params_b": model.params_b,
+        "active_params_b": model.active_params / 1e9,
+        "layers": model.layers,
+        "hidden_size": model.hidden_size,
+        "attention_heads": model.attention_heads,
+        "kv_heads": model.kv_heads,
+        "head_dim": model.head_dim,
+        "experts": model.experts,
+        "shared_experts": model.shared_experts,
+        "experts_per_token": model.experts_per_token,
+        "kv_kind": model.kv_kind,
+        "kv_lora_rank": model.kv_lora_rank or None,
+        "sliding_window": model.sliding_window or None,
+        "sliding_window_layers": model.sliding_window_layers if model.sliding_window else None,
+        "max_context": model.max_context,
+        "native_format": model.native_format,
+        "source": model.source,
+    }
 
 
 def gpu_class(gpu: Gpu) -> str:
@@ -160,6 +176,7 @@ class _Advisor:
         self.gpu = find_gpu(request.gpu)
         self.model = resolve_model(request)
         self.decisions: list[Decision] = []
+        self.quant_pinned = False  # the user's pinned format is the one advised (not refused by a gate)
         self.warnings: list[str] = []
         self.today: list[str] = []
         self.context = request.context
@@ -180,6 +197,13 @@ class _Advisor:
                     f"(you chose deploy={deploy})."
                 )
             return "apple"
+        if gpu.kind == "cpu":
+            if deploy != "edge":
+                self.warnings.append(
+                    f"{gpu.name} is a CPU-only host, so the advice is for CPU serving (the handbook's edge / CPU "
+                    f"row: llama.cpp with GGUF), although you chose deploy={deploy}."
+                )
+            return "edge"
         if deploy == "apple":
             self.warnings.append(
                 f"deploy=apple, but {gpu.name} is not Apple Silicon; advising for the {gpu.name} "
@@ -208,6 +232,9 @@ class _Advisor:
             "concurrency": str(r.concurrency),
             "context": str(self.context),
             "concurrency_band": "high" if r.concurrency >= self.book.facts.high_concurrency else "low",
+            "native_format": self.model.native_format,
+            "kv_kind": self.model.kv_kind,
+            "moe": _yn(self.model.is_moe),
             **extra,
         }
 
@@ -307,6 +334,35 @@ class _Advisor:
         return engine
 
     # -- quantization -------------------------------------------------------------------------------------------
+    def _gate(self, method_id: str, engine: ServingEngine, gpu: Gpu | None = None) -> Gate:
+        """The architecture gate, narrowed by what this engine and this model can do with the format."""
+        gpu = gpu or self.gpu
+        checked = gate(method_id, gpu)
+        method = get_quant(method_id)
+        values = {
+            "gpu": gpu.name,
+            "sm": gpu.compute_capability,
+            "engine": engine.name,
+            "engine_source": engine.source,
+            "method": method.name,
+            "method_source": method.source,
+            "model": self.model.name,
+        }
+        gates = self.book.gates
+        if checked.allowed and checked.degraded and method.needs == "fp8" and not engine.fp8_weight_only:
+            refused = gates.fp8_engine_no_fallback
+        elif method.scope == "experts" and not self.model.is_moe:
+            refused = gates.experts_only
+        else:
+            return checked
+        return Gate(
+            method=method_id,
+            allowed=False,
+            rule_id=refused.id,
+            reason=refused.reason_for(values),
+            source=refused.source_for(values),
+        )
+
     def choose_quant(self, engine: ServingEngine) -> str:
         r = self.request
         pressure = memory_pressure(
@@ -316,9 +372,16 @@ class _Advisor:
         facts = self.facts(memory_pressure=pressure)
         if r.quant != AUTO:
             pinned = get_quant(r.quant)
-            checked = gate(r.quant, self.gpu)
+            checked = self._gate(r.quant, engine)
             if not checked.allowed:
                 self.warnings.append(f"{checked.reason} Showing the advice with the rules' choice instead.")
+                self.decide(
+                    "architecture gate",
+                    f"not {pinned.name}",
+                    self.book.get(checked.rule_id),
+                    reason=checked.reason,
+                    source=checked.source,
+                )
             elif r.quant not in engine.quant_methods:
                 self.warnings.append(f"{engine.name} does not serve {pinned.name}; showing the rules' choice instead.")
             else:
@@ -331,28 +394,45 @@ class _Advisor:
                 self.decide("quantization", r.quant, self.book.quantization_pinned, values)
                 if checked.degraded:
                     self.warnings.append(checked.reason)
+                self.quant_pinned = True
                 return r.quant
+        native = get_quant(self.model.native_format)
+        facts_values = {
+            **facts,
+            "native_name": native.name,
+            "native_bits": native.bits_per_weight,
+            "hf_repo": self.model.repo,
+            "model_source": self.model.source,
+        }
         for rule in matching(self.book.quantization, facts):
-            checked = gate(rule.choice, self.gpu)
-            method = get_quant(rule.choice)
+            choice = self.model.native_format if rule.choice == "native" else rule.choice
+            checked = self._gate(choice, engine)
+            method = get_quant(choice)
             if not checked.allowed:
                 self.decide(
                     "architecture gate",
                     f"not {method.name}",
                     rule,
                     reason=checked.reason,
-                    source=f"{rule.source}; {checked.source}",
+                    source=f"{rule.source_for(facts_values)}; {checked.source}",
                 )
                 continue
-            if rule.choice not in engine.quant_methods:
+            if choice not in engine.quant_methods:
                 values = {**facts, **_engine_values(engine), "row": rule.id, "method": method.name}
                 self.decide("engine gate", f"not {method.name}", self.book.quantization_engine_gate, values)
                 continue
-            reason = rule.reason_for(facts)
+            reason = rule.reason_for(facts_values)
             if checked.degraded:
                 reason += " " + checked.reason
-            self.decide("quantization", rule.choice, rule, reason=reason, handbook=rule.handbook)
-            return rule.choice
+            self.decide(
+                "quantization",
+                choice,
+                rule,
+                reason=reason,
+                source=rule.source_for(facts_values),
+                handbook=rule.handbook,
+            )
+            return choice
         fallback = engine.quant_methods[0]
         values = {**facts, **_engine_values(engine), "method": get_quant(fallback).name}
         self.decide("quantization", fallback, self.book.quantization_engine_only, values)
@@ -361,14 +441,14 @@ class _Advisor:
     def fit_quant(self, engine: ServingEngine, quant: str, kv: str) -> str:
         """Step to a lighter format when the chosen one does not fit at all."""
         current = self._fit(engine, quant, kv)
-        if current.fits or self.request.quant != AUTO:
+        if current.fits or self.quant_pinned:
             return quant
         step = self.book.quantization_fit
         for option in step.fallbacks:
             if (
                 option not in engine.quant_methods
-                or not gate(option, self.gpu).allowed
-                or gate(option, self.gpu).degraded
+                or not self._gate(option, engine).allowed
+                or self._gate(option, engine).degraded
             ):
                 continue
             if weights_gb(self.model, option) >= weights_gb(self.model, quant):
@@ -399,6 +479,21 @@ class _Advisor:
             return choice
         return "auto"
 
+    def policy(self, engine: ServingEngine) -> Policy:
+        """Expert parallelism and data-parallel attention, where the model and the engine have them."""
+        model, book = self.model, self.book
+        ep_allowed = model.is_moe and engine.split == "tensor" and engine.id in book.expert_parallel.engines
+        latency_first = self.request.priority.value == "latency"
+        low_concurrency = self.request.concurrency < book.facts.high_concurrency
+        return Policy(
+            expert_parallel=ep_allowed and model.experts >= book.expert_parallel.min_experts,
+            expert_parallel_allowed=ep_allowed,
+            attention_data_parallel=ep_allowed
+            and model.kv_kind == "mla"
+            and engine.id in book.attention_data_parallel.engines
+            and not (latency_first and low_concurrency),
+        )
+
     def _fit(self, engine: ServingEngine, quant: str, kv: str, gpus: int | None = None) -> MemoryFit:
         return fit(
             self.model,
@@ -410,7 +505,62 @@ class _Advisor:
             context=self.context,
             concurrency=self.request.concurrency,
             prefer_wide=self.request.priority.value == "latency",
+            policy=self.policy(engine),
         )
+
+    def multi_node(self, engine: ServingEngine, quant: str, kv: str, result: MemoryFit) -> MemoryFit:
+        """When no GPU count of one node holds the model, the smallest multi-node layout (said as a decision)."""
+        r = self.request
+        if result.fits or engine.split != "tensor":
+            return result
+        one_node = min_gpus(
+            self.model,
+            self.gpu,
+            split_kind=engine.split,
+            quant=quant,
+            kv_dtype=kv,
+            context=self.context,
+            concurrency=1,
+            meet_concurrency=False,
+            policy=self.policy(engine),
+        )
+        if one_node is not None:
+            return result
+        statement = self.book.multi_node
+        values: dict[str, object] = {
+            **self.facts(),
+            "method": get_quant(quant).name,
+            "max_gpus": self.limits.max_gpus,
+            "max_nodes": self.limits.max_nodes,
+            "weights_gb": weights_gb(self.model, quant),
+        }
+        if engine.id not in statement.engines or self.gpu.kind not in statement.gpu_kinds:
+            return result
+        nodes = min_nodes(
+            self.model,
+            self.gpu,
+            quant=quant,
+            kv_dtype=kv,
+            context=self.context,
+            concurrency=r.concurrency,
+            policy=self.policy(engine),
+        )
+        if nodes is None:
+            self.decide(
+                "parallelism",
+                "does not fit on any layout",
+                statement,
+                values,
+                reason=render(statement.reason_none, values),
+            )
+            return result
+        values.update(nodes.model_dump())
+        self.decide("parallelism", f"{nodes.nodes} nodes x {nodes.gpus_per_node} GPUs", statement, values)
+        self.warnings.append(
+            f"{self.model.name} does not fit in one node of {self.limits.max_gpus}x {self.gpu.name}: the advice is "
+            f"for {nodes.nodes} nodes ({nodes.gpus} GPUs); the command is the first node's; its notes give the rest."
+        )
+        return nodes
 
     # -- memory suggestions -------------------------------------------------------------------------------------
     def suggestions(self, engine: ServingEngine, quant: str, kv: str, result: MemoryFit) -> list[str]:
@@ -421,7 +571,7 @@ class _Advisor:
             if (
                 option == quant
                 or option not in engine.quant_methods
-                or not gate(option, self.gpu).allowed
+                or not self._gate(option, engine).allowed
                 or weights_gb(self.model, option) >= weights_gb(self.model, quant)
             ):
                 continue
@@ -479,7 +629,7 @@ class _Advisor:
             if not engine.runs_on_gpu(gpu):
                 continue
             for option in (quant, *self.book.quantization_fit.fallbacks):
-                if option not in engine.quant_methods or not gate(option, gpu).allowed:
+                if option not in engine.quant_methods or not self._gate(option, engine, gpu).allowed:
                     continue
                 count = min_gpus(
                     self.model,
@@ -512,10 +662,11 @@ class _Advisor:
         quant = self.choose_quant(engine)
         quant = self.fit_quant(engine, quant, "auto")
         kv = self.choose_kv(engine, quant)
-        result = self._fit(engine, quant, kv)
+        result = self.multi_node(engine, quant, kv, self._fit(engine, quant, kv))
         offload_gb = self._offload_decision(engine, result)
         result = result.model_copy(update={"suggestions": tuple(self.suggestions(engine, quant, kv, result))})
         self._memory_decision(result)
+        self._parallel_decisions(engine, result)
         if result.fits and result.max_concurrent_sequences and engine.id not in self.book.paging.engines_without_paging:
             self._paging_decision(result.max_concurrent_sequences)
         self._caching_decisions(engine)
@@ -527,6 +678,13 @@ class _Advisor:
             "model": self.model,
             "split": result.split,
             "replicas": result.replicas,
+            "tensor_parallel": result.tensor_parallel,
+            "pipeline_parallel": result.pipeline_parallel,
+            "expert_parallel": result.expert_parallel,
+            "attention_data_parallel": result.attention_data_parallel,
+            "nodes": result.nodes,
+            "gpus_per_node": result.gpus_per_node,
+            "gpu_offload": self.gpu.kind != "cpu",
             "context": self.context,
             "max_num_seqs": max_seqs,
             "batched_tokens": batched,
@@ -546,6 +704,12 @@ class _Advisor:
             runner_launch = launch_command(
                 Plan(engine=runner, quant=runner_quant, kv_dtype=runner_kv, speculative=runner_spec, **plan_kwargs)
             )
+        for warning in launch.warnings:
+            if warning not in self.warnings:
+                self.warnings.append(warning)
+        if runner_launch is not None:
+            for warning in runner_launch.warnings:
+                self.warnings.append(f"Runner-up ({runner.name}): {warning}")
         for item in (engine, runner):
             if item.today_vs_handbook and item.today_vs_handbook not in self.today:
                 self.today.append(item.today_vs_handbook)
@@ -573,6 +737,7 @@ class _Advisor:
             max_num_batched_tokens=batched,
             speculative=spec,
             memory=result,
+            model=self.model,
             launch=launch,
             runner_up_launch=runner_launch,
             reasons=tuple(self.decisions),
@@ -592,10 +757,15 @@ class _Advisor:
         elif overflow > peaks.max_overflow:
             why = off.gap_too_large
         else:
-            gpus = result.split * result.replicas
-            offload_gb = math.ceil(result.kv_shortfall_gb_per_gpu * gpus * peaks.size_factor) + peaks.extra_gib
-            self.decide("kv_offload", f"{offload_gb} GiB", peaks, values, handbook=peaks.handbook_for(engine.id))
-            return offload_gb
+            # One engine (a model copy; one GPU per rank under data-parallel attention) takes the size in full: every
+            # data-parallel engine allocates its own, so the copies do not multiply it.
+            from selector.launch import engine_gpus, offload_gib
+
+            gpus = engine_gpus(result.tensor_parallel, result.pipeline_parallel, result.attention_data_parallel)
+            offload = offload_gib(result.kv_shortfall_gb_per_gpu, gpus, peaks.extra_gib)
+            values = {**values, "offload_gib": offload, "engine_gpus": gpus}
+            self.decide("kv_offload", f"{offload} GiB", peaks, values, handbook=peaks.handbook_for(engine.id))
+            return offload
         self.decide("kv_offload", "off", off, {**values, "why": render(why, values)})
         return None
 
@@ -638,13 +808,48 @@ class _Advisor:
                 "sequences fit. " + " ".join(result.suggestions)
             )
         self.decide("memory", choice, statement, values, reason=reason)
-        if result.replicas > 1 or result.split > 1:
+
+    def _parallel_decisions(self, engine: ServingEngine, result: MemoryFit) -> None:
+        """The layout: copies and GPUs per copy, the sizes the engines would refuse, experts and MLA attention."""
+        book, model = self.book, self.model
+        values: dict[str, object] = {
+            **self.facts(),
+            **result.model_dump(),
+            "experts": model.experts,
+            "experts_per_token": model.experts_per_token,
+            "experts_per_gpu": model.experts // max(1, result.split),
+        }
+        if result.skipped_splits:
+            skipped = "; ".join(result.skipped_splits)
+            self.decide("parallelism", "sizes skipped", book.split_gate, {**values, "skipped": skipped})
+        if result.nodes == 1 and (result.replicas > 1 or result.split > 1):
+            layout = f"tensor parallel {result.tensor_parallel}"
+            if result.attention_data_parallel:
+                layout = f"data-parallel attention over {result.split} GPUs"
+            if result.expert_parallel:
+                layout += f", experts spread over {result.split} GPUs"
             self.decide(
                 "parallelism",
-                f"tensor parallel {result.split} x {result.replicas} replica(s)",
-                self.book.memory_split,
-                {**values, "attention_heads": self.model.attention_heads},
+                f"{result.split} GPU(s) per copy x {result.replicas} copies",
+                book.memory_split,
+                {**values, "layout": layout},
             )
+        if model.is_moe and result.split > 1:
+            ep = book.expert_parallel
+            if result.expert_parallel:
+                policy = self.policy(engine)
+                if policy.expert_parallel:
+                    self.decide("expert_parallel", f"on ({result.split} GPUs)", ep, values)
+                else:
+                    why = next((s for s in result.skipped_splits if "expert" in s), "tensor parallel")
+                    reason = render(ep.reason_needed, {**values, "why": why})
+                    self.decide("expert_parallel", f"on ({result.split} GPUs)", ep, values, reason=reason)
+        if model.kv_kind == "mla" and result.split > 1 and engine.id in book.attention_data_parallel.engines:
+            adp = book.attention_data_parallel
+            if result.attention_data_parallel:
+                self.decide("attention_data_parallel", f"on ({result.split} ranks)", adp, values)
+            else:
+                self.decide("attention_data_parallel", "off", adp, values, reason=render(adp.reason_latency, values))
 
     def _paging_decision(self, full_context_sequences: int) -> None:
         """PagedAttention: the fit above reserves the whole context per sequence; paged blocks hold what is used."""

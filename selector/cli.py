@@ -1,17 +1,25 @@
-"""The command line: `python -m selector --gpu H100 --workload rag ...` prints the page's advice (or --json)."""
+"""The command line: `python -m selector --gpu H100 --workload rag ...` prints the page's advice (or --json).
+
+`--config PATH` reads a Hugging Face config.json into the custom-model flags (model=custom); any flag given on
+the command line overrides what the file says.
+"""
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from catalog import GpuLookupError
 from selector.advisor import Advice, advise
 from selector.errors import SelectorError
+from selector.hfconfig import ConfigError, ParsedConfig, parse_config
 from selector.inputs import AdviceRequest
+from selector.memory import MemoryFit
+from selector.models import CUSTOM_MODEL, NativeFormat
 
 CHOICES: dict[str, list[str]] = {
     "workload": ["chat", "rag", "agent", "code", "batch"],
@@ -20,6 +28,8 @@ CHOICES: dict[str, list[str]] = {
     "deploy": ["datacenter", "edge", "apple"],
     "build_engines": ["yes", "no"],
     "qlora": ["yes", "no"],
+    "tie_embeddings": ["yes", "no"],
+    "native_format": list(get_args(NativeFormat)),
 }
 
 
@@ -44,8 +54,28 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs["choices"] = CHOICES[alias]
             kwargs.pop("metavar")
         parser.add_argument(*flags, **kwargs)
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="a Hugging Face config.json: describes a custom model (sets --model custom and the custom-model "
+        "flags); flags given on the command line override its values",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return parser
+
+
+def read_config(path: str) -> ParsedConfig:
+    """A config.json file as custom-model fields; ConfigError says why it cannot be used (missing, unreadable...)."""
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigError(f"cannot read '{path}': no such file") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"cannot read '{path}': it is a directory, not a config.json file") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read '{path}': {exc.strerror or exc}") from exc
+    return parse_config(data, name="" if file.stem == "config" else file.stem)
 
 
 def _messages(exc: ValidationError) -> list[str]:
@@ -57,6 +87,41 @@ def _messages(exc: ValidationError) -> list[str]:
     return out
 
 
+def layout_text(m: MemoryFit) -> str:
+    """The parallel layout as engineers say it: 'TP 8 · EP · DP attention', with pipeline stages, replicas, nodes."""
+    parts = [f"TP {m.tensor_parallel}"]
+    if m.pipeline_parallel > 1:
+        parts.append(f"PP {m.pipeline_parallel}")
+    if m.expert_parallel:
+        parts.append("EP")
+    if m.attention_data_parallel:
+        parts.append("DP attention")
+    text = " · ".join(parts)
+    if m.replicas > 1:
+        text += f" × {m.replicas} replicas"
+    if m.nodes > 1:
+        text += f" on {m.nodes} nodes of {m.gpus_per_node} GPUs"
+    return text
+
+
+def model_text(facts: Mapping[str, object]) -> str:
+    """The model's facts in one line: parameters (active), experts, KV kind, sliding window."""
+    total, active = facts.get("total_params_b"), facts.get("active_params_b")
+    experts, per_token = facts.get("experts") or 0, facts.get("experts_per_token") or 0
+    text = (
+        f"{facts.get('name', facts.get('id', 'model'))}: {total:,.4g}B parameters"
+        if isinstance(total, float | int)
+        else ""
+    )
+    if experts and isinstance(active, float | int):
+        text += f" ({active:,.4g}B active), {experts} experts, {per_token} per token"
+    text += f"; {str(facts.get('kv_kind', '')).upper()} KV cache; {facts.get('layers')} layers"
+    window = facts.get("sliding_window")
+    if window:
+        text += f"; sliding window of {window} tokens on {facts.get('sliding_window_layers')} layers"
+    return text
+
+
 def render_text(advice: Advice) -> str:
     """The advice as a person reads it in a terminal."""
     lines = [advice.summary(), ""]
@@ -64,6 +129,9 @@ def render_text(advice: Advice) -> str:
         lines.append(f"! {warning}")
     if advice.warnings:
         lines.append("")
+    facts = advice.to_json_dict().get("model_facts")
+    if isinstance(facts, Mapping):
+        lines.append(f"Model:        {model_text(facts)}")
     lines.append(f"Engine:       {advice.engine_name}  (runner-up: {advice.runner_up_name}; {advice.switch_when})")
     lines.append(f"Quantization: {advice.quantization_name}")
     lines.append(
@@ -77,6 +145,7 @@ def render_text(advice: Advice) -> str:
         f"Memory:       weights {m.weights_gb:.1f} GB, KV {m.kv_bytes_per_token:,} bytes/token, "
         f"max {m.max_concurrent_sequences} sequences of {m.context_tokens} tokens, fits: {m.fits}"
     )
+    lines.append(f"Layout:       {layout_text(m)}")
     lines += ["", "Why:"]
     for d in advice.reasons:
         handbook = f" [handbook: {d.handbook_choice}]" if d.handbook_choice else ""
@@ -93,7 +162,16 @@ def render_text(advice: Advice) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; 0 on advice, 2 on bad input (with the close matches)."""
     args = build_parser().parse_args(argv)
-    raw = {k: v for k, v in vars(args).items() if k != "json" and v is not None}
+    raw: dict[str, object] = {k: v for k, v in vars(args).items() if k not in {"json", "config"} and v is not None}
+    if args.config is not None:
+        try:
+            parsed = read_config(args.config)
+        except ConfigError as exc:
+            print(f"error: --config: {exc}", file=sys.stderr)
+            return 2
+        for note in parsed.notes:
+            print(f"note: --config: {note}", file=sys.stderr)
+        raw = {"model": CUSTOM_MODEL, **parsed.fields, **raw}  # the command line wins over the file
     try:
         request = AdviceRequest.model_validate(raw)
         advice = advise(request)

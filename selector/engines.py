@@ -48,18 +48,41 @@ class ServingEngine(BaseModel):
     launchable: bool
     today_vs_handbook: str
     gotchas: str
+    kv_cache_8bit: str = ""  # the engine's 8-bit KV-cache type (the rules' generic "8bit"), "" when it has none
+    fp8_weight_only: bool = False  # FP8 checkpoints run weight-only (W8A16) on GPUs without FP8 tensor cores
+    multi_node: bool = False  # one model copy can span several nodes
+    max_slots_advised: int | None = None  # parallel slots beyond which the engine is not advised (None: no such limit)
+    backends: tuple[str, ...] = ()  # the engine's backends, preferred first, when it has more than one
+    primary_backend_archs: tuple[str, ...] = ()  # architectures the preferred backend loads (others use the next one)
+    primary_backend_quant: tuple[str, ...] = ()  # quantization methods the preferred backend loads
+    fallback_backend_quant: tuple[str, ...] = ()  # quantization methods the next backend loads
     source: str
     source_snapshot: str
 
-    @field_validator("aliases", "runs_on", "quant_methods", "spec_methods", mode="before")
+    @field_validator(
+        "aliases",
+        "runs_on",
+        "quant_methods",
+        "spec_methods",
+        "backends",
+        "primary_backend_archs",
+        "primary_backend_quant",
+        "fallback_backend_quant",
+        mode="before",
+    )
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _split(value)
 
-    @field_validator("launchable", mode="before")
+    @field_validator("launchable", "fp8_weight_only", "multi_node", mode="before")
     @classmethod
     def _yes_no(cls, value: object) -> object:
         return value == "yes" if isinstance(value, str) else value
+
+    @field_validator("max_slots_advised", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if value == "" else value
 
     def runs_on_gpu(self, gpu: Gpu) -> bool:
         """Whether the engine supports this GPU's platform."""
@@ -67,7 +90,12 @@ class ServingEngine(BaseModel):
 
 
 def gpu_platform(gpu: Gpu) -> Platform:
-    """The software platform a GPU needs: nvidia (CUDA), amd (ROCm) or apple (Metal)."""
+    """The software platform a GPU needs: nvidia (CUDA), amd (ROCm), apple (Metal) or cpu (a CPU-only host).
+
+    The kind decides before the vendor: a CPU host built on AMD EPYC is a cpu platform, not ROCm.
+    """
+    if gpu.kind == "cpu":
+        return "cpu"
     if gpu.kind == "apple" or gpu.vendor.lower() == "apple":
         return "apple"
     if gpu.vendor.lower() == "amd":

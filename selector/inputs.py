@@ -1,23 +1,22 @@
 """The advisor's inputs: one frozen model whose aliases are the page's URL parameters and the CLI's flags."""
 
-import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from catalog import GpuLookupError, find_gpu, load_handbook
-from catalog.matching import normalize
-from selector.engines import find_engine
+from catalog import GpuLookupError, find_gpu, load_gpus, load_handbook
+from catalog.matching import nearest, normalize
+from selector.engines import find_engine, load_engines
 from selector.errors import NameLookupError
-from selector.models import CUSTOM_MODEL, find_model
-from selector.quantization import AUTO, find_quant
+from selector.models import CUSTOM_MODEL, NativeFormat, find_model, load_models
+from selector.quantization import AUTO, find_quant, load_quant_methods
 from selector.rules import load_rules
 
 _DEFAULTS = load_rules().defaults
 _LIMITS = load_rules().limits
 MIN_CONTEXT_TOKENS = 128
-MAX_CONTEXT_TOKENS = 1_048_576
+MAX_CONTEXT_TOKENS = 10_485_760  # Llama 4 Scout's 10M-token window, the longest in the catalog
 MAX_CONCURRENCY = 4096
 
 
@@ -154,11 +153,47 @@ class AdviceRequest(BaseModel):
         description="'auto' or pin one method (bf16, fp8, awq, gptq, w8a8-int8, nvfp4, nf4, gguf-q4_k_m)",
     )
     qlora: YesNo = Field(default=YesNo.NO, alias="qlora", title="Trained with QLoRA (NF4)")
-    params_b: float = Field(default=7.0, alias="params_b", gt=0, le=2000, title="Custom model: parameters (billions)")
+    params_b: float = Field(default=7.0, alias="params_b", gt=0, le=5000, title="Custom model: parameters (billions)")
+    active_params_b: float = Field(
+        default=0.0,
+        alias="active_params_b",
+        ge=0,
+        le=5000,
+        title="Custom model: active parameters per token (billions; 0 = dense, all of them)",
+    )
     layers: int = Field(default=32, alias="layers", ge=1, le=512, title="Custom model: layers")
+    hidden_size: int = Field(default=4096, alias="hidden_size", ge=1, le=65536, title="Custom model: hidden size")
     heads: int = Field(default=32, alias="heads", ge=1, le=1024, title="Custom model: attention heads")
     kv_heads: int = Field(default=8, alias="kv_heads", ge=1, le=1024, title="Custom model: KV heads")
     head_dim: int = Field(default=128, alias="head_dim", ge=1, le=1024, title="Custom model: head size")
+    intermediate_size: int = Field(
+        default=14336, alias="intermediate_size", ge=0, le=262144, title="Custom model: dense MLP size"
+    )
+    vocab_size: int = Field(default=128256, alias="vocab_size", ge=1, le=1_048_576, title="Custom model: vocabulary")
+    tie_embeddings: YesNo = Field(default=YesNo.NO, alias="tie_embeddings", title="Custom model: tied embeddings")
+    experts: int = Field(default=0, alias="experts", ge=0, le=4096, title="Custom model: routed experts (0 = dense)")
+    experts_per_token: int = Field(
+        default=0, alias="experts_per_token", ge=0, le=4096, title="Custom model: experts per token"
+    )
+    shared_experts: int = Field(default=0, alias="shared_experts", ge=0, le=64, title="Custom model: shared experts")
+    moe_intermediate_size: int = Field(
+        default=0, alias="moe_intermediate_size", ge=0, le=262144, title="Custom model: one expert's MLP size"
+    )
+    moe_layers: int = Field(
+        default=0, alias="moe_layers", ge=0, le=512, title="Custom model: layers with experts (0 = all layers)"
+    )
+    kv_lora_rank: int = Field(
+        default=0, alias="kv_lora_rank", ge=0, le=16384, title="Custom model: MLA compressed KV rank (0 = no MLA)"
+    )
+    rope_head_dim: int = Field(
+        default=0, alias="rope_head_dim", ge=0, le=1024, title="Custom model: MLA rotary head size"
+    )
+    sliding_window: int = Field(
+        default=0, alias="sliding_window", ge=0, le=MAX_CONTEXT_TOKENS, title="Custom model: sliding window (0 = none)"
+    )
+    sliding_window_layers: int = Field(
+        default=0, alias="sliding_window_layers", ge=0, le=512, title="Custom model: layers with the sliding window"
+    )
     max_context: int = Field(
         default=32768,
         alias="max_context",
@@ -166,6 +201,10 @@ class AdviceRequest(BaseModel):
         le=MAX_CONTEXT_TOKENS,
         title="Custom model: maximum context",
     )
+    native_format: NativeFormat = Field(
+        default="bf16", alias="native_format", title="Custom model: format of the published weights"
+    )
+    custom_name: str = Field(default="", alias="custom_name", max_length=120, title="Custom model: name")
 
     @field_validator("gpu", mode="before")
     @classmethod
@@ -175,7 +214,7 @@ class AdviceRequest(BaseModel):
         try:
             return find_gpu(value).id
         except GpuLookupError as exc:
-            raise ValueError(str(exc)) from exc
+            raise _unknown("GPU", value, exc.candidates, [g.id for g in load_gpus()]) from exc
 
     @field_validator("model", mode="before")
     @classmethod
@@ -184,61 +223,108 @@ class AdviceRequest(BaseModel):
             return value
         if value.strip().lower() == CUSTOM_MODEL:
             return CUSTOM_MODEL
-        return find_model(value).id
+        try:
+            return find_model(value).id
+        except NameLookupError as exc:
+            raise _unknown("model", value, exc.candidates, [*(m.id for m in load_models()), CUSTOM_MODEL]) from exc
 
     @field_validator("engine", mode="before")
     @classmethod
     def _known_engine(cls, value: object) -> object:
         if not isinstance(value, str) or value.strip().lower() in {AUTO, ""}:
             return AUTO if isinstance(value, str) else value
-        return find_engine(value).id
+        try:
+            return find_engine(value).id
+        except NameLookupError as exc:
+            raise _unknown("engine", value, exc.candidates, [AUTO, *(e.id for e in load_engines())]) from exc
 
     @field_validator("quant", mode="before")
     @classmethod
     def _known_quant(cls, value: object) -> object:
         if not isinstance(value, str) or value.strip().lower() in {AUTO, ""}:
             return AUTO if isinstance(value, str) else value
-        return find_quant(value).id
+        try:
+            return find_quant(value).id
+        except NameLookupError as exc:
+            allowed = [AUTO, *(q.id for q in load_quant_methods())]
+            raise _unknown("quantization", value, exc.candidates, allowed) from exc
 
     @field_validator("workload", "priority", "ecosystem", "deploy", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
 
-    @field_validator("build_engines", "qlora", mode="before")
+    @field_validator("build_engines", "qlora", "tie_embeddings", mode="before")
     @classmethod
     def _yes_no(cls, value: object) -> object:
         return _yes_no(value)
 
 
-def _closest(query: str, candidates: list[str]) -> str:
-    wanted = normalize(query)
-    return max(candidates, key=lambda c: difflib.SequenceMatcher(None, wanted, normalize(c)).ratio())
+def printable(value: str) -> str:
+    """A value as it can be shown: control characters escaped as Python writes them, everything else kept."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
 
 
-def nearest_params(params: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """Replace an unknown GPU, model, engine or quantization name in a link by its closest match, and say so.
+def _unknown(kind: str, value: str, candidates: Sequence[str], allowed: Sequence[str]) -> ValueError:
+    """An unknown name: what was given, the close names as suggestions (never applied) and every allowed value."""
+    shown = printable(value)
+    wanted = normalize(value)
+    if len(candidates) > 1 and wanted and all(wanted in normalize(c) for c in candidates):
+        return ValueError(
+            f"{kind} '{shown}' is ambiguous; it could be {', '.join(candidates)}. Allowed: {', '.join(allowed)}"
+        )
+    if candidates:
+        return ValueError(
+            f"{kind} '{shown}' is not in the catalog; did you mean: {', '.join(candidates)}? "
+            f"Allowed: {', '.join(allowed)}"
+        )
+    return ValueError(f"{kind} '{shown}' is not in the catalog; allowed: {', '.join(allowed)}")
 
-    Names with no close match are left for validation to reject (it names them and uses the default).
+
+def _names(entry: object) -> tuple[str, ...]:
+    """Every name a catalog entry answers to (id, name, Hugging Face repo, aliases)."""
+    names = (getattr(entry, "id", ""), getattr(entry, "name", ""), getattr(entry, "hf_repo", ""))
+    return tuple(n for n in (*names, *getattr(entry, "aliases", ())) if n)
+
+
+_LOOKUPS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "gpu": ("GPU", find_gpu),
+    "model": ("model", find_model),
+    "engine": ("engine", find_engine),
+    "quant": ("quantization", find_quant),
+}
+
+
+def nearest_params(params: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Read an unknown GPU, model, engine or quantization name in a link as the one entry clearly closest to it.
+
+    Returns the parameters with those names replaced, and per replaced parameter a note that names it, the value,
+    and what it is read as ('H1000' -> the H100 80GB SXM). Only a clear nearest match stands in
+    (catalog.matching.nearest); a value with no close entry ('y', 'x', 'nope') is left for validation, which names
+    it, lists what is allowed and uses the default. Whether the advice then uses a replaced engine or quantization
+    is for the advice to say (a pinned engine may not run on the GPU).
     """
     fixed = dict(params)
-    notes: list[str] = []
-    lookups: dict[str, Callable[[str], object]] = {
-        "gpu": find_gpu,
-        "model": find_model,
-        "engine": find_engine,
-        "quant": find_quant,
-    }
-    for key, lookup in lookups.items():
+    notes: dict[str, str] = {}
+    for key, (kind, lookup) in _LOOKUPS.items():
         value = fixed.get(key)
         if value is None or value.strip().lower() in {AUTO, CUSTOM_MODEL, ""}:
             continue
         try:
             lookup(value)
+            continue
         except (GpuLookupError, NameLookupError) as exc:
-            if not exc.candidates:
-                continue
-            nearest = _closest(value, exc.candidates)
-            fixed[key] = nearest
-            notes.append(f"URL parameter `{key}`: {exc} Showing the advice for '{nearest}', the nearest match.")
+            candidates = list(exc.candidates)
+        entries = {c: lookup(c) for c in candidates}
+        best = nearest(value, {c: _names(entry) for c, entry in entries.items()})
+        if best is None:
+            continue
+        fixed[key] = best
+        title = AdviceRequest.model_fields[key].title or key
+        others = [c for c in candidates if c != best]
+        also = f" Other close names: {', '.join(others)}." if others else ""
+        notes[key] = (
+            f"URL parameter `{key}` ({title}): {kind} '{printable(value)}' is not in the catalog; read as "
+            f"'{best}' ({getattr(entries[best], 'name', best)}), the nearest match.{also}"
+        )
     return fixed, notes

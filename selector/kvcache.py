@@ -1,4 +1,4 @@
-"""KV-cache arithmetic: bytes per token from layers x KV heads x head size x dtype, split over GPUs."""
+"""KV-cache arithmetic: bytes per token and per sequence (GQA heads, MLA latents, sliding windows), split over GPUs."""
 
 import csv
 import math
@@ -11,17 +11,6 @@ from selector.engines import ServingEngine
 from selector.models import ModelSpec
 
 KV_DTYPES_CSV = Path(__file__).parent / "data" / "kv_dtypes.csv"
-
-# Each engine's 8-bit KV-cache type (the generic rule choice "8bit" becomes one of these).
-EIGHT_BIT_KV: dict[str, str] = {
-    "vllm": "fp8",
-    "sglang": "fp8",
-    "tensorrt-llm": "fp8",
-    "tgi": "fp8",
-    "lmdeploy": "int8",
-    "llama.cpp": "q8_0",
-    "ollama": "q8_0",
-}
 
 
 class KvDtype(BaseModel):
@@ -43,24 +32,44 @@ def load_kv_dtypes() -> dict[str, KvDtype]:
 
 
 def eight_bit_kv(engine: ServingEngine) -> str | None:
-    """The engine's 8-bit KV dtype, or None when it has none."""
-    return EIGHT_BIT_KV.get(engine.id)
+    """The engine's 8-bit KV dtype (engines.csv kv_cache_8bit), or None when it has none."""
+    return engine.kv_cache_8bit or None
+
+
+def kv_layer_bytes_per_token(model: ModelSpec, kv_dtype: str = "auto") -> float:
+    """What one token costs in one layer: K and V of every KV head, or MLA's one latent plus its rotary key."""
+    size = load_kv_dtypes()[kv_dtype].bytes_per_value
+    if model.kv_kind == "mla":
+        return (model.kv_lora_rank + model.qk_rope_head_dim) * size
+    return 2 * model.kv_heads * model.head_dim * size
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "auto") -> int:
-    """K and V for one token over all layers: 2 x layers x KV heads x head size x bytes per value."""
-    size = load_kv_dtypes()[kv_dtype].bytes_per_value
-    return math.ceil(2 * model.layers * model.kv_heads * model.head_dim * size)
+    """One token over all layers while it is inside every window (sliding-window layers drop it later)."""
+    return math.ceil(model.layers * kv_layer_bytes_per_token(model, kv_dtype))
+
+
+def kv_bytes_per_sequence(model: ModelSpec, kv_dtype: str, context: int) -> int:
+    """One sequence of `context` tokens: full-attention layers hold all of them, sliding-window layers the window."""
+    per_layer = kv_layer_bytes_per_token(model, kv_dtype)
+    windowed = min(context, model.sliding_window) if model.sliding_window else context
+    tokens = model.full_attention_layers * context + (model.layers - model.full_attention_layers) * windowed
+    return math.ceil(tokens * per_layer)
+
+
+def kv_share_per_gpu(model: ModelSpec, tensor_parallel: int, pipeline_parallel: int = 1) -> float:
+    """The share of a sequence's KV one GPU holds.
+
+    Tensor parallelism divides the KV heads; with fewer KV heads than GPUs each head is replicated (every GPU keeps
+    at least one), and MLA's single latent is replicated on every GPU. Pipeline stages (and llama.cpp's layer
+    split) divide the layers.
+    """
+    heads = 1.0 if model.kv_kind == "mla" else math.ceil(model.kv_heads / tensor_parallel) / model.kv_heads
+    layers = math.ceil(model.layers / pipeline_parallel) / model.layers
+    return heads * layers
 
 
 def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_dtype: str, split: int, split_kind: str = "tensor") -> int:
-    """What one GPU holds per token when the model is split over `split` GPUs.
-
-    Tensor parallelism divides the KV heads (each GPU keeps at least one, replicated when there are fewer KV heads
-    than GPUs); a layer split (llama.cpp) divides the layers.
-    """
-    size = load_kv_dtypes()[kv_dtype].bytes_per_value
-    if split_kind == "layer":
-        return math.ceil(2 * math.ceil(model.layers / split) * model.kv_heads * model.head_dim * size)
-    heads_per_gpu = math.ceil(model.kv_heads / split)
-    return math.ceil(2 * model.layers * heads_per_gpu * model.head_dim * size)
+    """What one GPU holds per token when the model is split over `split` GPUs (by heads, or by layers)."""
+    share = kv_share_per_gpu(model, 1, split) if split_kind == "layer" else kv_share_per_gpu(model, split)
+    return math.ceil(kv_bytes_per_token(model, kv_dtype) * share)

@@ -1,17 +1,48 @@
-"""Memory fit: weights and KV cache per GPU, the split over GPUs, and the most sequences that fit at a context."""
+"""Memory fit: weights and KV per GPU for a parallel layout the engines accept, and the most sequences that fit."""
 
 import math
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from catalog import Gpu
-from selector.kvcache import kv_bytes_per_token, kv_bytes_per_token_per_gpu
+from selector.kvcache import kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_share_per_gpu
 from selector.models import ModelSpec
-from selector.quantization import BYTES_PER_GB, weights_gb
+from selector.quantization import BYTES_PER_GB, expert_weights_bytes, get_quant, weights_bytes
 from selector.rules import load_rules
 
 SplitKind = Literal["tensor", "layer"]
+
+
+class Policy(BaseModel):
+    """How the advisor wants a mixture-of-experts model laid out (the engine's support already checked)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    expert_parallel: bool = False  # spread whole experts over the GPUs of a copy
+    expert_parallel_allowed: bool = False  # the engine can, so use it when tensor parallelism breaks the experts
+    attention_data_parallel: bool = False  # MLA: every GPU keeps its own sequences' latent KV
+
+
+NO_POLICY = Policy()
+
+
+class Layout(BaseModel):
+    """One model copy over `tensor_parallel` x `pipeline_parallel` GPUs (one pipeline stage per node), repeated."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tensor_parallel: int
+    pipeline_parallel: int = 1
+    replicas: int = 1
+    expert_parallel: bool = False
+    attention_data_parallel: bool = False
+
+    @property
+    def split(self) -> int:
+        """GPUs per model copy."""
+        return self.tensor_parallel * self.pipeline_parallel
 
 
 class MemoryFit(BaseModel):
@@ -24,6 +55,12 @@ class MemoryFit(BaseModel):
     split: int
     split_kind: SplitKind
     replicas: int
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    expert_parallel: bool = False
+    attention_data_parallel: bool = False
+    nodes: int = 1
+    gpus_per_node: int = 1
     quantization: str
     kv_cache_dtype: str
     context_tokens: int
@@ -34,12 +71,14 @@ class MemoryFit(BaseModel):
     weights_gb_per_gpu: float
     kv_bytes_per_token: int
     kv_bytes_per_token_per_gpu: int
+    kv_bytes_per_sequence: int = 0
     kv_budget_gb_per_gpu: float
     kv_gb_per_gpu_for_target: float
     free_gb_per_gpu: float
     max_concurrent_sequences: int
     fits: bool
     meets_concurrency: bool
+    skipped_splits: tuple[str, ...] = ()
     suggestions: tuple[str, ...] = ()
 
     @property
@@ -55,54 +94,107 @@ def usable_gb_per_gpu(gpu: Gpu) -> float:
     return gpu.memory_gb * share - limits.runtime_overhead_gb_per_gpu
 
 
-def valid_splits(model: ModelSpec, gpus: int, split_kind: SplitKind) -> list[int]:
-    """GPU counts one model copy may span: divisors of `gpus`; tensor parallel also needs them to divide the heads."""
-    if split_kind == "layer":
-        return [gpus]
-    return [t for t in range(1, gpus + 1) if gpus % t == 0 and model.attention_heads % t == 0]
+def split_problems(
+    model: ModelSpec, quant: str, tensor_parallel: int, *, expert_parallel: bool, attention_data_parallel: bool
+) -> list[str]:
+    """Why the engines refuse this tensor-parallel size for the model and format ([] when they accept it).
+
+    Attention heads must divide evenly (unless attention runs data-parallel); KV heads must divide evenly or be
+    replicated a whole number of times; a group-quantized format needs every rank's slice of an MLP to hold whole
+    groups; expert parallelism needs the experts to divide evenly over the GPUs.
+    """
+    t, out = tensor_parallel, list[str]()
+    if t == 1:
+        return out
+    if not attention_data_parallel and model.attention_heads % t:
+        out.append(f"{model.attention_heads} attention heads do not divide by {t}")
+    if model.kv_kind != "mla" and not attention_data_parallel and model.kv_heads % t and t % model.kv_heads:
+        out.append(f"{model.kv_heads} KV heads neither divide by {t} nor replicate evenly over {t} GPUs")
+    group = get_quant(quant).group_size
+    mlp = model.int4_intermediate_size if quant in {"awq", "gptq"} and model.int4_intermediate_size else 0
+    mlp = mlp or model.intermediate_size
+    has_dense = mlp and (not model.is_moe or model.moe_layers < model.layers)
+    if group and has_dense and (mlp % t or (mlp // t) % group):
+        out.append(
+            f"{get_quant(quant).name} needs whole groups of {group} per GPU, and the MLP's {mlp} split {t} ways "
+            f"is {mlp / t:g}"
+        )
+    if model.is_moe and expert_parallel and model.experts % t:
+        out.append(f"{model.experts} experts do not spread evenly over {t} GPUs")
+    size = model.moe_intermediate_size
+    if model.is_moe and not expert_parallel and group and size and (size % t or (size // t) % group):
+        out.append(
+            f"{get_quant(quant).name} needs whole groups of {group} per GPU, and each expert's {size} split {t} ways "
+            f"is {size / t:g} (expert parallelism keeps experts whole)"
+        )
+    return out
 
 
-def fit_at_split(
+def fit_layout(
     model: ModelSpec,
     gpu: Gpu,
+    layout: Layout,
     *,
-    gpus: int,
-    split: int,
     split_kind: SplitKind,
     quant: str,
     kv_dtype: str,
     context: int,
     concurrency: int,
+    nodes: int = 1,
 ) -> MemoryFit:
-    """The fit with one model copy spread over `split` GPUs and gpus // split copies."""
-    replicas = max(1, gpus // split)
+    """The fit of one layout: weights and KV per GPU, and how many sequences of `context` tokens fit."""
+    split, replicas = layout.split, layout.replicas
     usable = usable_gb_per_gpu(gpu)
-    total_weights_gb = weights_gb(model, quant)
-    weights_per_gpu = total_weights_gb / split
-    per_gpu_token = kv_bytes_per_token_per_gpu(model, kv_dtype, split, split_kind)
+    total_bytes = weights_bytes(model, quant)
+    if layout.attention_data_parallel and split > 1:  # attention (and the dense rest) is replicated on every GPU
+        experts = min(expert_weights_bytes(model, quant), total_bytes)
+        per_gpu_bytes = experts / split + (total_bytes - experts)
+    else:
+        per_gpu_bytes = total_bytes / split
+    weights_per_gpu = per_gpu_bytes / BYTES_PER_GB
+    if split_kind == "layer":
+        share = kv_share_per_gpu(model, 1, split)
+    else:
+        share = kv_share_per_gpu(model, layout.tensor_parallel, layout.pipeline_parallel)
+    per_sequence = kv_bytes_per_sequence(model, kv_dtype, context)
+    per_seq_gb = per_sequence * share / BYTES_PER_GB
     budget = usable - weights_per_gpu
-    per_seq_gb = per_gpu_token * context / BYTES_PER_GB
-    per_replica = max(0, math.floor(budget / per_seq_gb)) if budget > 0 else 0
+    per_gpu_sequences = max(0, math.floor(budget / per_seq_gb)) if budget > 0 else 0
+    ranks = split if layout.attention_data_parallel else 1
+    per_replica = per_gpu_sequences * ranks
     max_seqs = per_replica * replicas
-    seqs_per_replica_for_target = math.ceil(concurrency / replicas)
-    kv_for_target = seqs_per_replica_for_target * per_seq_gb
+    seqs_per_rank_for_target = math.ceil(concurrency / (replicas * ranks))
+    kv_for_target = seqs_per_rank_for_target * per_seq_gb
     fits = budget > 0 and per_replica >= 1
+    gpus = split * replicas
+    per_token_gpu = (
+        kv_bytes_per_token_per_gpu(model, kv_dtype, split, "layer")
+        if split_kind == "layer"
+        else math.ceil(kv_bytes_per_token(model, kv_dtype) * share)
+    )
     return MemoryFit(
         gpu_id=gpu.id,
         gpus=gpus,
         split=split,
         split_kind=split_kind,
         replicas=replicas,
+        tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel,
+        expert_parallel=layout.expert_parallel,
+        attention_data_parallel=layout.attention_data_parallel,
+        nodes=nodes,
+        gpus_per_node=gpus // nodes,
         quantization=quant,
         kv_cache_dtype=kv_dtype,
         context_tokens=context,
         target_concurrency=concurrency,
         memory_gb_per_gpu=gpu.memory_gb,
         reserved_gb_per_gpu=gpu.memory_gb - usable,
-        weights_gb=round(total_weights_gb, 3),
+        weights_gb=round(total_bytes / BYTES_PER_GB, 3),
         weights_gb_per_gpu=round(weights_per_gpu, 3),
         kv_bytes_per_token=kv_bytes_per_token(model, kv_dtype),
-        kv_bytes_per_token_per_gpu=per_gpu_token,
+        kv_bytes_per_token_per_gpu=per_token_gpu,
+        kv_bytes_per_sequence=per_sequence,
         kv_budget_gb_per_gpu=round(budget, 3),
         kv_gb_per_gpu_for_target=round(kv_for_target, 3),
         free_gb_per_gpu=round(max(0.0, budget - kv_for_target), 3),
@@ -112,6 +204,31 @@ def fit_at_split(
     )
 
 
+def _layout_for(model: ModelSpec, quant: str, t: int, policy: Policy) -> tuple[Layout | None, list[str]]:
+    """The layout at tensor-parallel size t under the policy, or None with the engines' objections."""
+    moe = model.is_moe and t > 1
+    adp = policy.attention_data_parallel and model.kv_kind == "mla" and t > 1
+    ep = moe and (policy.expert_parallel or adp)
+    problems = split_problems(model, quant, t, expert_parallel=ep, attention_data_parallel=adp)
+    if problems and moe and not ep and policy.expert_parallel_allowed:
+        with_ep = split_problems(model, quant, t, expert_parallel=True, attention_data_parallel=adp)
+        if not with_ep:
+            return Layout(tensor_parallel=t, expert_parallel=True, attention_data_parallel=adp), []
+    if problems:
+        return None, problems
+    return Layout(tensor_parallel=t, expert_parallel=ep, attention_data_parallel=adp), []
+
+
+def valid_splits(
+    model: ModelSpec, gpus: int, split_kind: SplitKind, quant: str = "bf16", policy: Policy = NO_POLICY
+) -> list[int]:
+    """GPU counts one model copy may span: divisors of `gpus` the engines accept (a layer split takes them all)."""
+    if split_kind == "layer":
+        return [gpus]
+    return [t for t in range(1, gpus + 1) if gpus % t == 0 and _layout_for(model, quant, t, policy)[0] is not None]
+
+
+@lru_cache(maxsize=16384)
 def fit(
     model: ModelSpec,
     gpu: Gpu,
@@ -123,29 +240,95 @@ def fit(
     context: int,
     concurrency: int,
     prefer_wide: bool = False,
+    policy: Policy = NO_POLICY,
 ) -> MemoryFit:
-    """The best split of `gpus`: the narrowest that meets the target (the widest when `prefer_wide`, for latency)."""
-    candidates = [
-        fit_at_split(
+    """The best layout of `gpus`: the narrowest that meets the target (the widest when `prefer_wide`, for latency).
+
+    Cached: a comparison asks the same fits many times, and every argument is immutable.
+    """
+    kwargs = {"split_kind": split_kind, "quant": quant, "kv_dtype": kv_dtype, "context": context}
+    if split_kind == "layer":
+        return fit_layout(model, gpu, Layout(tensor_parallel=gpus), concurrency=concurrency, **kwargs)  # type: ignore[arg-type]
+    candidates: list[MemoryFit] = []
+    skipped: list[str] = []
+    for t in range(1, gpus + 1):
+        if gpus % t:
+            continue
+        layout, problems = _layout_for(model, quant, t, policy)
+        if layout is None:
+            skipped.append(f"{t} GPUs per copy: " + "; ".join(problems))
+            continue
+        layout = layout.model_copy(update={"replicas": gpus // t})
+        candidates.append(fit_layout(model, gpu, layout, concurrency=concurrency, **kwargs))  # type: ignore[arg-type]
+    meeting = [c for c in candidates if c.meets_concurrency]
+    if meeting:
+        best = meeting[-1] if prefer_wide else meeting[0]
+    else:
+        fitting = [c for c in candidates if c.fits]
+        best = max(fitting, key=lambda c: (c.max_concurrent_sequences, -c.split)) if fitting else candidates[-1]
+    return best.model_copy(update={"skipped_splits": tuple(skipped)})
+
+
+def fit_nodes(
+    model: ModelSpec,
+    gpu: Gpu,
+    *,
+    nodes: int,
+    gpus_per_node: int,
+    quant: str,
+    kv_dtype: str,
+    context: int,
+    concurrency: int,
+    policy: Policy = NO_POLICY,
+) -> MemoryFit | None:
+    """One copy over several nodes: tensor parallel inside a node, one pipeline stage per node (None if no TP fits)."""
+    for t in sorted((t for t in range(1, gpus_per_node + 1) if gpus_per_node % t == 0), reverse=True):
+        layout, _ = _layout_for(model, quant, t, policy)
+        if layout is None:
+            continue
+        stages = nodes * gpus_per_node // t
+        layout = layout.model_copy(update={"pipeline_parallel": stages, "attention_data_parallel": False})
+        return fit_layout(
             model,
             gpu,
-            gpus=gpus,
-            split=s,
-            split_kind=split_kind,
+            layout,
+            split_kind="tensor",
             quant=quant,
             kv_dtype=kv_dtype,
             context=context,
             concurrency=concurrency,
+            nodes=nodes,
         )
-        for s in valid_splits(model, gpus, split_kind)
-    ]
-    meeting = [c for c in candidates if c.meets_concurrency]
-    if meeting:
-        return meeting[-1] if prefer_wide else meeting[0]
-    fitting = [c for c in candidates if c.fits]
-    if fitting:
-        return max(fitting, key=lambda c: (c.max_concurrent_sequences, -c.split))
-    return candidates[-1]
+    return None
+
+
+def min_nodes(
+    model: ModelSpec,
+    gpu: Gpu,
+    *,
+    quant: str,
+    kv_dtype: str,
+    context: int,
+    concurrency: int,
+    policy: Policy = NO_POLICY,
+) -> MemoryFit | None:
+    """The smallest multi-node layout (full nodes of `max_gpus`) that holds one sequence, or None up to max_nodes."""
+    limits = load_rules().limits
+    for nodes in range(2, limits.max_nodes + 1):
+        result = fit_nodes(
+            model,
+            gpu,
+            nodes=nodes,
+            gpus_per_node=limits.max_gpus,
+            quant=quant,
+            kv_dtype=kv_dtype,
+            context=context,
+            concurrency=concurrency,
+            policy=policy,
+        )
+        if result is not None and result.fits:
+            return result
+    return None
 
 
 def min_gpus(
@@ -158,6 +341,7 @@ def min_gpus(
     context: int,
     concurrency: int,
     meet_concurrency: bool,
+    policy: Policy = NO_POLICY,
 ) -> int | None:
     """The fewest GPUs (up to one node) on which the model fits, and meets the target when asked; None if none."""
     for count in range(1, load_rules().limits.max_gpus + 1):
@@ -170,6 +354,7 @@ def min_gpus(
             kv_dtype=kv_dtype,
             context=context,
             concurrency=concurrency,
+            policy=policy,
         )
         if result.meets_concurrency or (result.fits and not meet_concurrency):
             return count
@@ -177,7 +362,14 @@ def min_gpus(
 
 
 def memory_pressure(
-    model: ModelSpec, gpu: Gpu, *, gpus: int, split_kind: SplitKind, context: int, concurrency: int
+    model: ModelSpec,
+    gpu: Gpu,
+    *,
+    gpus: int,
+    split_kind: SplitKind,
+    context: int,
+    concurrency: int,
+    policy: Policy = NO_POLICY,
 ) -> Literal["none", "tight", "extreme"]:
     """How hard BF16 presses on memory: none (fits the target), tight (fits, not the target), extreme (no fit)."""
     result = fit(
@@ -189,6 +381,7 @@ def memory_pressure(
         kv_dtype="auto",
         context=context,
         concurrency=concurrency,
+        policy=policy,
     )
     if result.meets_concurrency:
         return "none"

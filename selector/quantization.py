@@ -18,7 +18,7 @@ QUANT_CSV = Path(__file__).parent / "data" / "quantization.csv"
 AUTO = "auto"
 BYTES_PER_GB = 1e9
 
-Need = Literal["none", "fp8", "marlin", "int8", "fp4"]
+Need = Literal["none", "fp8", "marlin", "int8", "fp4", "mxfp4"]
 
 
 class QuantMethod(BaseModel):
@@ -30,6 +30,8 @@ class QuantMethod(BaseModel):
     name: str
     bits_per_weight: float
     embeddings_quantized: bool
+    scope: Literal["linear", "experts"]
+    group_size: int
     needs: Need
     min_sm: float
     vendors: tuple[str, ...]
@@ -120,6 +122,12 @@ def gate(method_id: str, gpu: Gpu) -> Gate:
         if gpu.native_fp4:
             return outcome(gates.fp4_native, allowed=True)
         return outcome(gates.fp4_missing, allowed=False)
+    if method.needs == "mxfp4":
+        if gpu.native_fp4:
+            return outcome(gates.fp4_native, allowed=True)
+        if (platform == "nvidia" and marlin_arch) or (platform == "amd" and gpu.native_fp8):
+            return outcome(gates.mxfp4_weight_only, allowed=True, degraded=True)
+        return outcome(gates.fp4_missing, allowed=False)
     if method.needs == "fp8":
         if gpu.native_fp8:
             return outcome(gates.fp8_native, allowed=True)
@@ -136,11 +144,22 @@ def gate(method_id: str, gpu: Gpu) -> Gate:
 
 
 def weights_bytes(model: ModelSpec, method_id: str) -> float:
-    """Bytes of weights in a format; embeddings and the output head stay 16-bit unless the format quantizes them."""
+    """Bytes of every resident weight in a format (all experts included), scales included.
+
+    Embeddings and the output head stay 16-bit unless the format quantizes them; a format scoped to the experts
+    (MXFP4 as gpt-oss ships it) leaves attention and dense layers in 16-bit.
+    """
     method = get_quant(method_id)
     embedding = 0.0 if method.embeddings_quantized else min(model.embedding_params, model.params)
     body = model.params - embedding
-    return body * method.bits_per_weight / 8 + embedding * 2.0
+    quantized = min(model.routed_expert_params, body) if method.scope == "experts" else body
+    return quantized * method.bits_per_weight / 8 + (body - quantized) * 2.0 + embedding * 2.0
+
+
+def expert_weights_bytes(model: ModelSpec, method_id: str) -> float:
+    """Bytes of the routed experts alone (what expert parallelism spreads over GPUs)."""
+    method = get_quant(method_id)
+    return model.routed_expert_params * method.bits_per_weight / 8
 
 
 def weights_gb(model: ModelSpec, method_id: str) -> float:

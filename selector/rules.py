@@ -97,6 +97,7 @@ class Limits(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_gpus: int
+    max_nodes: int
     gpu_memory_utilization: float
     apple_gpu_memory_share: float
     runtime_overhead_gb_per_gpu: float
@@ -136,6 +137,32 @@ class Gates(BaseModel):
     marlin_missing: Statement
     marlin: Statement
     runs: Statement
+    mxfp4_weight_only: Statement
+    fp8_engine_no_fallback: Statement
+    experts_only: Statement
+
+
+class ExpertParallel(Statement):
+    """Expert parallelism for mixture-of-experts models: from how many experts, on which engines."""
+
+    min_experts: int
+    engines: tuple[str, ...]
+    reason_needed: str
+
+
+class AttentionDataParallel(Statement):
+    """Data-parallel attention for MLA models, on the engines that have it."""
+
+    engines: tuple[str, ...]
+    reason_latency: str
+
+
+class MultiNode(Statement):
+    """The smallest multi-node layout when one node is not enough."""
+
+    engines: tuple[str, ...]
+    gpu_kinds: tuple[str, ...]
+    reason_none: str
 
 
 class KvOffloadPeaks(Statement):
@@ -143,7 +170,6 @@ class KvOffloadPeaks(Statement):
 
     engines: tuple[str, ...]
     max_overflow: float
-    size_factor: float
     extra_gib: int
 
 
@@ -189,6 +215,7 @@ class Speculation(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt_lookup_max: int
+    prompt_lookup_min: int
     tiny_draft_ratio: float
     measure_first: str
     next_step: str
@@ -221,6 +248,10 @@ class RuleBook(BaseModel):
     speculation: Speculation
     memory_fit: MemoryFitStatement
     memory_split: Statement
+    split_gate: Statement
+    expert_parallel: ExpertParallel
+    attention_data_parallel: AttentionDataParallel
+    multi_node: MultiNode
     paging: Paging
     kv_cache: tuple[Rule, ...]
     kv_offload_peaks: KvOffloadPeaks

@@ -21,6 +21,7 @@ class Speculative(BaseModel):
     method: Method
     num_speculative_tokens: int | None = None
     prompt_lookup_max: int | None = None
+    prompt_lookup_min: int | None = None
     rule_id: str
     reason: str
     source: str
@@ -83,6 +84,7 @@ def decide_speculative(model: ModelSpec, engine: ServingEngine, facts: Facts) ->
             method="ngram",
             num_speculative_tokens=load_handbook().levers.speculative_decoding.speculative_tokens,
             prompt_lookup_max=notes.prompt_lookup_max,
+            prompt_lookup_min=notes.prompt_lookup_min,
             rule_id=rule.id,
             reason=rule.reason_for(values),
             source=rule.source,

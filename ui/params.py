@@ -41,8 +41,24 @@ def _is_sequence_field(field: FieldInfo) -> bool:
 
 
 def _shown(raw: object) -> str:
-    text = str(raw)
+    text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(raw))  # '\x00', not an invisible byte
     return text if len(text) <= _MAX_SHOWN_CHARS else text[: _MAX_SHOWN_CHARS - 1] + "…"
+
+
+_BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def allowed_range(field: FieldInfo) -> str:
+    """A number field's bounds as a person reads them ('from 1 to 4096', 'more than 0'); '' when unbounded."""
+    bounds: dict[str, object] = {}
+    for item in field.metadata:
+        for name in ("ge", "gt", "le", "lt"):
+            if getattr(item, name, None) is not None:
+                bounds[name] = getattr(item, name)
+    if "ge" in bounds and "le" in bounds:
+        return f"from {format_value(bounds['ge'])} to {format_value(bounds['le'])}"
+    words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+    return " and ".join(f"{words[name]} {format_value(value)}" for name, value in bounds.items())
 
 
 def format_value(value: object) -> str:
@@ -77,9 +93,14 @@ def _error_message(model_cls: type[BaseModel], alias: str, error: Mapping[str, A
     reason = str(error.get("msg", "invalid value"))
     if reason.startswith("Value error, "):
         reason = reason.removeprefix("Value error, ")
+    field = next((f for n, f in model_cls.model_fields.items() if field_alias(n, f) == alias), None)
+    bounds = allowed_range(field) if field is not None and error.get("type") not in _BOUND_ERRORS else ""
+    allowed = f" Allowed: {bounds}." if bounds else ""
     if source == "url":
-        return f"URL parameter `{alias}` ({label}): {reason}; got '{_shown(raw)}'. Using the default instead."
-    return f"{label}: {reason}; you entered '{_shown(raw)}'."
+        default = format_value(field.get_default(call_default_factory=True)) if field is not None else ""
+        instead = f"the default ({_shown(default)})" if default else "the default"
+        return f"URL parameter `{alias}` ({label}): {reason}; got '{_shown(raw)}'.{allowed} Using {instead} instead."
+    return f"{label}: {reason}; you entered '{_shown(raw)}'.{allowed}"
 
 
 def validate_params(

@@ -136,8 +136,11 @@ def combobox(page: Page, label: str) -> Locator:
 
 def choose(page: Page, label: str, option: str | re.Pattern[str]) -> None:
     """Open a selectbox (or multiselect) and click one of its options (its name, or a pattern of it)."""
-    combobox(page, label).click()
+    box = combobox(page, label)
+    box.click()
     if isinstance(option, str):
+        # Long option lists are virtualised (only the first few are in the page): type to filter them first.
+        box.press_sequentially(option)
         page.get_by_role("option", name=option, exact=True).click()
     else:
         page.get_by_role("option").filter(has_text=option).click()

@@ -1,4 +1,4 @@
-"""Every generated launch command parses with its engine's documented flags, and uses today's spellings."""
+"""Every generated launch command parses with its engine's flags, as generated from the engines (engine_specs/)."""
 
 import itertools
 import shlex
@@ -6,7 +6,16 @@ import shlex
 import pytest
 
 from selector import AdviceRequest, LaunchCommand, advise, load_engines
-from tests.selector.flag_specs import OLLAMA_ENV, SPECS, Refused
+from tests.selector.flag_specs import (
+    OLLAMA_ENV,
+    SPEC_FILES,
+    SPECS,
+    Refused,
+    build_parser,
+    check_ollama_env,
+    check_trtllm_yaml,
+    load_spec,
+)
 
 SCENARIOS = [
     {},
@@ -44,11 +53,16 @@ def _parse(command: LaunchCommand) -> object:
     if command.engine_id == "ollama":
         env = dict(w.split("=", 1) for w in words if "=" in w)
         assert set(env) <= OLLAMA_ENV
+        check_ollama_env(env)
         assert words[len(env) :] == ["ollama", "serve"]
         assert all(cmd[:2] == ("ollama", "pull") and len(cmd) == 3 for cmd in command.then)
         return env
     prefix, parser = SPECS[command.engine_id]
     assert words[: len(prefix)] == prefix
+    if command.engine_id == "tensorrt-llm":
+        for name, content in command.files.items():
+            if name.endswith((".yml", ".yaml")):
+                check_trtllm_yaml(content)
     return parser().parse_args(words[len(prefix) :])
 
 
@@ -71,6 +85,8 @@ def test_the_multi_line_form_is_the_same_command_as_the_one_line_form() -> None:
         body = command.shell
         for name, content in command.files.items():
             body = body.replace(f"cat > {name} <<'EOF'\n{content.rstrip()}\nEOF\n", "")
+        for cmd in command.prepare:
+            body = body.replace(shlex.join(cmd) + "\n", "", 1)
         for cmd in command.then:
             body = body.replace("\n" + shlex.join(cmd), "")
         # bash joins a backslash-newline; so does this test before splitting
@@ -80,7 +96,13 @@ def test_the_multi_line_form_is_the_same_command_as_the_one_line_form() -> None:
 def test_vllm_ngram_speculation_uses_the_speculative_config_json() -> None:
     advice = advise(AdviceRequest(workload="code"))
     args = _parse(advice.launch)
-    assert args.speculative_config == {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}
+    # Both ends of the n-gram size: with only the maximum, vLLM matches n-grams of that one size.
+    assert args.speculative_config == {
+        "method": "ngram",
+        "num_speculative_tokens": 5,
+        "prompt_lookup_min": 2,
+        "prompt_lookup_max": 4,
+    }
 
 
 def test_tensorrt_llm_writes_its_yaml_options_file() -> None:
@@ -105,3 +127,30 @@ def test_llama_cpp_shares_context_between_its_slots() -> None:
     advice = advise(AdviceRequest(gpu="apple-m2-ultra", deploy="apple", context=8192, concurrency=4))
     args = _parse(advice.launch)
     assert (args.parallel, args.ctx_size) == (4, 4 * 8192)
+
+
+@pytest.mark.parametrize("engine", sorted(SPEC_FILES))
+def test_engine_specs_say_which_release_and_how_they_were_made(engine: str) -> None:
+    spec = load_spec(engine)
+    assert spec["engine"] == engine
+    assert spec["version"] and spec["generated_by"].startswith("scripts/engine_flags.py") and spec["generated_at"]
+    assert spec["source"].get("package") or spec["source"].get("commit")
+
+
+@pytest.mark.parametrize("engine", sorted(set(SPEC_FILES) - {"ollama"}))
+def test_generated_parsers_refuse_unknown_flags_abbreviations_and_choices(engine: str) -> None:
+    spec = load_spec(engine)
+    parser = build_parser(spec)
+    positionals = ["x" for o in spec["options"] if not o["option_strings"] and o["nargs"] in (None, 1)]
+    registered = {s for o in spec["options"] for s in o["option_strings"]}
+    with pytest.raises(Refused):
+        parser.parse_args([*positionals, "--no-such-flag-anywhere"])
+    long = next(s for o in spec["options"] for s in o["option_strings"] if len(s) > 8 and s[:-1] not in registered)
+    with pytest.raises(Refused):
+        parser.parse_args([*positionals, long[:-1], "1"])
+    chosen = next(
+        (o for o in spec["options"] if o["option_strings"] and o.get("choices") and o["action"] == "store"), None
+    )
+    if chosen is not None:
+        with pytest.raises(Refused):
+            parser.parse_args([*positionals, chosen["option_strings"][0], "not-a-real-choice"])

@@ -60,7 +60,15 @@ def _grid() -> Iterator[dict[str, object]]:
             "ecosystem": ecosystem,
             "build_engines": build,
         }
-    models = ["qwen2.5-0.5b", "qwen2.5-72b", "llama3.1-70b", "llama3.1-405b"]
+    models = [
+        "qwen2.5-0.5b",
+        "qwen2.5-72b",
+        "llama3.1-70b",
+        "llama3.1-405b",
+        "qwen3-30b-a3b",
+        "deepseek-v3",
+        "gpt-oss-120b",
+    ]
     loads = [(1, 1, 4096), (2, 64, 8192), (8, 512, 32768)]  # (GPUs, concurrency, context)
     for gpu, model, (count, concurrency, context), priority in itertools.product(
         gpus, models, loads, [Priority.LATENCY, Priority.THROUGHPUT]

@@ -61,7 +61,8 @@ QUANT_TABLE = [
     ({"gpu": "M2 Ultra", "deploy": "apple"}, "gguf-q4_k_m", "quant.edge"),
     ({"gpu": "RTX 4090", "deploy": "edge"}, "gguf-q4_k_m", "quant.edge"),
     ({"gpu": "A800", "gpus": "4", "model": "qwen2.5-72b", "priority": "throughput"}, "w8a8-int8", "quant.smoothquant"),
-    ({"gpu": "A10G", "qlora": "yes"}, "nf4", "quant.qlora"),
+    ({"gpu": "A10G", "qlora": "yes", "engine": "sglang"}, "nf4", "quant.qlora"),
+    ({"gpu": "A10G", "qlora": "yes"}, "awq", "quant.general"),  # vLLM (0.28+) no longer loads bitsandbytes NF4
     ({"gpu": "MI300X"}, "fp8", "quant.fp8_no_marlin"),
 ]
 

@@ -1,0 +1,67 @@
+"""A model the user describes (by hand or from its config.json) as a ModelSpec, each field checked by name."""
+
+from selector.errors import SelectorError
+from selector.inputs import AdviceRequest
+from selector.models import CUSTOM_MODEL, ModelSpec
+
+
+def _problems(r: AdviceRequest) -> list[str]:
+    out: list[str] = []
+    if not r.kv_lora_rank and (r.kv_heads > r.heads or r.heads % r.kv_heads):
+        out.append(
+            f"kv_heads: {r.heads} attention heads cannot be shared by {r.kv_heads} KV heads "
+            "(KV heads must divide the attention heads)"
+        )
+    if r.experts:
+        if not 1 <= r.experts_per_token <= r.experts:
+            out.append(f"experts_per_token: must be 1-{r.experts} for a model with {r.experts} experts")
+        if r.moe_layers > r.layers:
+            out.append(f"moe_layers: at most the {r.layers} layers")
+        if not r.moe_intermediate_size:
+            out.append("moe_intermediate_size: one expert's MLP size is needed when experts > 0")
+    elif r.experts_per_token or r.active_params_b:
+        out.append("experts: set the routed experts (experts_per_token and active_params_b describe experts)")
+    if r.active_params_b > r.params_b:
+        out.append(f"active_params_b: {r.active_params_b:g}B cannot exceed the {r.params_b:g}B total")
+    if r.kv_lora_rank and not r.rope_head_dim:
+        out.append("rope_head_dim: MLA needs its rotary head size (qk_rope_head_dim, 64 for DeepSeek-V3)")
+    if r.sliding_window_layers > r.layers:
+        out.append(f"sliding_window_layers: at most the {r.layers} layers")
+    if r.sliding_window and not r.sliding_window_layers:
+        out.append("sliding_window_layers: say how many layers use the window")
+    return out
+
+
+def custom_model(request: AdviceRequest) -> ModelSpec:
+    """The ModelSpec a request's custom fields describe; SelectorError names every field that does not add up."""
+    problems = _problems(request)
+    if problems:
+        raise SelectorError("Custom model: " + "; ".join(problems) + ".")
+    r = request
+    return ModelSpec(
+        id=CUSTOM_MODEL,
+        name=r.custom_name or f"Custom {r.params_b:g}B",
+        architecture="custom",
+        params_b=r.params_b,
+        active_params_b=r.active_params_b if r.experts else 0.0,
+        layers=r.layers,
+        hidden_size=r.hidden_size,
+        attention_heads=r.heads,
+        kv_heads=r.heads if r.kv_lora_rank else r.kv_heads,
+        head_dim=r.head_dim,
+        intermediate_size=r.intermediate_size,
+        moe_intermediate_size=r.moe_intermediate_size if r.experts else 0,
+        experts=r.experts,
+        shared_experts=r.shared_experts if r.experts else 0,
+        experts_per_token=r.experts_per_token if r.experts else 0,
+        moe_layers=(r.moe_layers or r.layers) if r.experts else 0,
+        kv_lora_rank=r.kv_lora_rank,
+        qk_rope_head_dim=r.rope_head_dim if r.kv_lora_rank else 0,
+        sliding_window=r.sliding_window,
+        sliding_window_layers=r.sliding_window_layers if r.sliding_window else 0,
+        vocab_size=r.vocab_size,
+        tie_word_embeddings=r.tie_embeddings.value == "yes",
+        max_context=r.max_context,
+        native_format=r.native_format,
+        source="entered by the user" if not r.custom_name else f"{r.custom_name}: entered or read from its config.json",
+    )

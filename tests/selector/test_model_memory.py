@@ -1,0 +1,131 @@
+"""Memory fit for today's models: every expert resident, MLA latents, sliding windows, real checkpoint sizes."""
+
+import pytest
+
+from catalog import find_gpu
+from selector import AdviceRequest, advise
+from selector.kvcache import kv_bytes_per_sequence, kv_bytes_per_token
+from selector.memory import Policy, fit, valid_splits
+from selector.models import find_model
+from selector.quantization import weights_gb
+
+
+def test_deepseek_v3_stores_one_compressed_latent_per_token_per_layer() -> None:
+    # DeepSeek-V3: 61 layers x (512 latent + 64 rotary) x 2 bytes = 70,272 bytes per token in BF16, against
+    # 61 x 2 x 128 heads x 128 x 2 = 3.8 MB if it cached full K and V.
+    model = find_model("deepseek-v3")
+    assert model.kv_kind == "mla"
+    assert kv_bytes_per_token(model, "auto") == 61 * 576 * 2
+    assert kv_bytes_per_token(model, "fp8") == 61 * 576
+
+
+def test_sliding_window_layers_hold_at_most_the_window() -> None:
+    gpt = find_model("gpt-oss-120b")
+    assert (gpt.sliding_window, gpt.sliding_window_layers) == (128, 18)
+    per_token_layer = 2 * gpt.kv_heads * gpt.head_dim * 2
+    long, short = kv_bytes_per_sequence(gpt, "auto", 131072), kv_bytes_per_sequence(gpt, "auto", 100)
+    assert long == 18 * 131072 * per_token_layer + 18 * 128 * per_token_layer
+    assert short == 36 * 100 * per_token_layer  # within the window every layer holds every token
+    gemma = find_model("gemma-3-27b")
+    full = kv_bytes_per_token(gemma) * 32768
+    assert kv_bytes_per_sequence(gemma, "auto", 32768) < full / 4  # 52 of 62 layers keep only 1,024 tokens
+
+
+@pytest.mark.parametrize(
+    ("model_id", "quant", "published_gb"),
+    [
+        ("gpt-oss-120b", "mxfp4", 65.3),  # openai/gpt-oss-120b safetensors: MXFP4 experts, BF16 attention
+        ("gpt-oss-20b", "mxfp4", 13.8),
+        ("deepseek-v3", "fp8", 671 + 1.9),  # 671B in block FP8, the two 129,280 x 7,168 embedding tables in BF16
+    ],
+)
+def test_native_checkpoints_weigh_what_they_are_published_at(model_id: str, quant: str, published_gb: float) -> None:
+    assert weights_gb(find_model(model_id), quant) == pytest.approx(published_gb, rel=0.03)
+
+
+def test_every_expert_is_resident_so_memory_follows_total_not_active_parameters() -> None:
+    model = find_model("qwen3-30b-a3b")
+    assert model.active_params < model.params / 5
+    assert weights_gb(model, "bf16") > 2 * model.params_b * 0.98
+
+
+@pytest.mark.parametrize(
+    ("model_id", "gpus", "quant", "refused"),
+    [
+        ("qwen2.5-7b", 7, "bf16", 7),  # 4 KV heads cannot spread over 7 GPUs
+        ("qwen2.5-14b", 5, "bf16", 5),  # 8 KV heads, 40 heads: 5 divides the heads but not the KV heads
+        ("qwen2.5-32b", 5, "bf16", 5),
+        ("qwen2.5-14b", 8, "awq", 8),  # 13,824 / 8 = 1,728: not whole groups of 128
+        ("qwen2.5-3b", 4, "awq", 4),  # 11,008 / 4 = 2,752
+        ("qwen2.5-3b", 8, "awq", 8),
+    ],
+)
+def test_tensor_parallel_sizes_the_engines_refuse_are_never_proposed(
+    model_id: str, gpus: int, quant: str, refused: int
+) -> None:
+    model = find_model(model_id)
+    assert refused not in valid_splits(model, gpus, "tensor", quant)
+    advice = advise(AdviceRequest(gpu="h100", gpus=gpus, model=model_id, quant=quant, concurrency=4096))
+    assert advice.memory.tensor_parallel != refused
+    assert f"--tensor-parallel-size {refused}" not in advice.launch.command_line
+    assert any(d.rule_id == "gate.parallel_split" and f"{refused} GPUs per copy" in d.reason for d in advice.reasons)
+
+
+def test_experts_too_narrow_for_their_groups_are_spread_whole_with_expert_parallelism() -> None:
+    # Qwen3-30B-A3B: each expert's 768 columns split 8 ways would be 96, below FP8's 128 blocks.
+    model, gpu = find_model("qwen3-30b-a3b"), find_gpu("h100")
+    kwargs = {"split_kind": "tensor", "quant": "fp8", "kv_dtype": "auto", "context": 4096, "concurrency": 16}
+    plain = fit(model, gpu, gpus=8, prefer_wide=True, **kwargs)  # type: ignore[arg-type]
+    assert plain.tensor_parallel < 8
+    with_ep = fit(model, gpu, gpus=8, prefer_wide=True, policy=Policy(expert_parallel_allowed=True), **kwargs)  # type: ignore[arg-type]
+    assert (with_ep.tensor_parallel, with_ep.expert_parallel) == (8, True)
+
+
+def test_many_expert_models_get_expert_parallelism_with_each_engines_flag() -> None:
+    advice = advise(AdviceRequest(gpu="h200", gpus=8, model="qwen3-235b-a22b", concurrency=64))
+    assert advice.memory.split > 1 and advice.memory.expert_parallel
+    assert any(d.topic == "expert_parallel" for d in advice.reasons)
+    assert "--enable-expert-parallel" in advice.launch.argv
+
+
+def test_mla_models_get_data_parallel_attention_for_throughput_but_not_for_latency_at_low_load() -> None:
+    busy = advise(AdviceRequest(gpu="h200", gpus=8, model="deepseek-v3", priority="throughput", concurrency=256))
+    assert busy.memory.attention_data_parallel
+    quiet = advise(AdviceRequest(gpu="h200", gpus=8, model="deepseek-v3", priority="latency", concurrency=4))
+    assert not quiet.memory.attention_data_parallel
+    # Replicated latents: data-parallel attention holds about split times the sequences.
+    assert busy.memory.max_concurrent_sequences > 4 * quiet.memory.max_concurrent_sequences
+
+
+def test_a_model_larger_than_a_node_gets_the_smallest_multi_node_layout() -> None:
+    advice = advise(AdviceRequest(gpu="a800-80gb-sxm", gpus=8, model="deepseek-v3", quant="fp8", engine="vllm"))
+    m = advice.memory
+    assert m.fits and m.nodes == 2 and m.gpus == 16
+    assert any(d.rule_id == "parallel.multi_node" for d in advice.reasons)
+    assert any("2 nodes" in w for w in advice.warnings)
+
+
+def test_the_json_reports_the_model_facts() -> None:
+    facts = advise(AdviceRequest(gpu="h100", gpus=2, model="gpt-oss-120b")).to_json_dict()["model_facts"]
+    assert isinstance(facts, dict)
+    assert facts["experts"] == 128 and facts["experts_per_token"] == 4
+    assert facts["kv_kind"] == "gqa" and facts["sliding_window"] == 128
+    assert facts["total_params_b"] > 100 > 10 > facts["active_params_b"]  # type: ignore[operator]
+    dense = advise(AdviceRequest(gpu="h100", model="llama3.1-8b")).to_json_dict()["model_facts"]
+    assert dense["experts"] == 0 and dense["sliding_window"] is None  # type: ignore[index]
+
+
+def test_a_custom_model_counts_its_embeddings_in_16_bit() -> None:
+    base = {"gpu": "h100", "model": "custom", "params_b": 8.03, "vocab_size": 128256, "hidden_size": 4096}
+    advice = advise(AdviceRequest.model_validate({**base, "quant": "awq"}))
+    preset = advise(AdviceRequest(gpu="h100", model="llama3.1-8b", quant="awq"))
+    assert advice.memory.weights_gb == pytest.approx(preset.memory.weights_gb, rel=0.01)
+
+
+def test_a_cpu_host_gets_llama_cpp_without_gpu_offload_and_gpt_oss_its_own_gguf() -> None:
+    advice = advise(AdviceRequest(gpu="cpu", model="gpt-oss-20b", deploy="edge"))
+    argv = advice.launch.argv
+    assert advice.engine == "llama.cpp" and "-ngl" not in argv
+    assert argv[argv.index("-hf") + 1] == "ggml-org/gpt-oss-20b-GGUF"  # the MXFP4 GGUF has no Q4_K_M file
+    on_gpu = advise(AdviceRequest(gpu="rtx 4090", model="qwen2.5-7b", deploy="edge")).launch.argv
+    assert "-ngl" in on_gpu
