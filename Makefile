@@ -63,3 +63,15 @@ BUSY_RUNS ?= 3
 .PHONY: busy-e2e
 busy-e2e: $(VENV)/.dev-deps system-deps
 	$(BIN)/python bench/busy_e2e.py --runs $(BUSY_RUNS)
+
+## advise-speed: time advise() over every option of a full comparison grid (p50/p95/p99); see docs/performance.md
+.PHONY: advise-speed
+advise-speed: $(VENV)/.run-deps
+	$(BIN)/python bench/advise_speed.py
+
+## engine-flags: check every launch-command shape against the engines' real parsers (~28 GB of venvs; not in make test)
+.PHONY: engine-flags
+engine-flags: $(VENV)/.run-deps
+	python3 scripts/engine_flags.py install
+	python3 scripts/engine_flags.py specs --engines vllm sglang lmdeploy llama.cpp
+	$(BIN)/python scripts/engine_flags.py check
