@@ -14,7 +14,7 @@ from selector.kvcache import eight_bit_kv
 from selector.launch import LaunchCommand, Plan, launch_command
 from selector.memory import MemoryFit, Policy, fit, memory_pressure, min_gpus, min_nodes
 from selector.models import CUSTOM_MODEL, ModelSpec, find_model
-from selector.quantization import AUTO, Gate, gate, get_quant, weights_gb
+from selector.quantization import AUTO, Gate, gate, get_quant, sm_name, weights_gb
 from selector.rules import Explained, Rule, load_rules, matching, render
 from selector.speculative import Speculative, decide_speculative
 
@@ -341,7 +341,7 @@ class _Advisor:
         method = get_quant(method_id)
         values = {
             "gpu": gpu.name,
-            "sm": gpu.compute_capability,
+            "sm": sm_name(gpu),
             "engine": engine.name,
             "engine_source": engine.source,
             "method": method.name,

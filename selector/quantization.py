@@ -91,6 +91,11 @@ def _sm(compute_capability: float) -> str:
     return f"sm{round(compute_capability * 10)}"
 
 
+def sm_name(gpu: Gpu) -> str:
+    """The GPU's architecture as the gates name it: sm80 for NVIDIA, the catalog's text for the others."""
+    return gpu.compute_capability if gpu.sm is None else _sm(gpu.sm)
+
+
 def gate(method_id: str, gpu: Gpu) -> Gate:
     """Check a method against a GPU's architecture: what runs natively, what runs degraded, what cannot run."""
     method = get_quant(method_id)
@@ -105,7 +110,7 @@ def gate(method_id: str, gpu: Gpu) -> Gate:
         "gpu": gpu.name,
         "arch": gpu.arch,
         "platform": platform,
-        "sm": gpu.compute_capability if sm is None else _sm(sm),
+        "sm": sm_name(gpu),
         "marlin_sm": _sm(gates.marlin_min_sm),
     }
 
