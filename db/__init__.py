@@ -2,7 +2,8 @@
 
 from sqlalchemy import Engine
 
-from db import runs, scenarios
+from db import calibration, runs, scenarios
+from db.calibration import CalibrationLevel, CalibrationRun, calibration_runs
 from db.engine import init_db, make_engine, safe_url, session_factory
 from db.reaper import INTERRUPTED_WITHIN_S, start_recovery, stop_sweeper
 from db.runs import RunRecorder, delete_run, get_run, list_runs, recover_interrupted_runs, recover_orphaned_runs
@@ -10,9 +11,13 @@ from db.scenarios import Scenario, delete_scenario, get_scenario, list_scenarios
 
 __all__ = [
     "INTERRUPTED_WITHIN_S",
+    "CalibrationLevel",
+    "CalibrationRun",
     "Engine",
     "RunRecorder",
     "Scenario",
+    "calibration",
+    "calibration_runs",
     "delete_run",
     "delete_scenario",
     "get_run",

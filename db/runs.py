@@ -30,6 +30,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from db.base import Base
 from db.engine import rowcount, session_factory
 from probes.config import RunSettings, redact_url
+from probes.deployment import STORED, Deployment
 from probes.metrics import best_concurrency_within_slo, summarize_level
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.worker import HEARTBEAT_INTERVAL_S
@@ -57,6 +58,7 @@ class RunRow(Base):
     __table_args__ = (
         Index("ix_probe_runs_endpoint_model_started", "endpoint", "model", "started_at"),
         Index("ix_probe_runs_status_heartbeat", "status", "heartbeat_at"),
+        Index("ix_probe_runs_deployment", "deploy_model", "deploy_gpu", "deploy_engine", "deploy_quant"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -73,11 +75,17 @@ class RunRow(Base):
     owner: Mapped[str] = mapped_column(String(200), default="")
     label: Mapped[str] = mapped_column(String(200), default="")
     best_concurrency_within_slo: Mapped[int | None] = mapped_column(Integer, default=None)
+    # The deployment measured (catalog ids; None: not known), copied from the settings to be queried.
+    deploy_gpu: Mapped[str | None] = mapped_column(String(100), default=None)
+    deploy_gpu_count: Mapped[int | None] = mapped_column(Integer, default=None)
+    deploy_model: Mapped[str | None] = mapped_column(String(100), default=None)
+    deploy_engine: Mapped[str | None] = mapped_column(String(100), default=None)
+    deploy_quant: Mapped[str | None] = mapped_column(String(100), default=None)
 
     @property
     def settings(self) -> RunSettings:
-        """The stored settings (never with a key)."""
-        return RunSettings.model_validate_json(self.settings_json)
+        """The stored settings (never with a key); names the catalog no longer knows are kept as stored."""
+        return RunSettings.model_validate_json(self.settings_json, context={STORED: True})
 
 
 class LevelRow(Base):
@@ -119,6 +127,21 @@ class SampleRow(Base):
     output_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
     token_source: Mapped[str | None] = mapped_column(String(16), default=None)
     sample_json: Mapped[str] = mapped_column(Text)
+
+
+def _deployment_columns(deployment: Deployment) -> dict[str, object]:
+    """The deployment as RunRow's deploy_* columns."""
+
+    def cut(value: str | None) -> str | None:
+        return value[:100] if value is not None else None
+
+    return {
+        "deploy_gpu": cut(deployment.gpu),
+        "deploy_gpu_count": deployment.gpu_count,
+        "deploy_model": cut(deployment.model),
+        "deploy_engine": cut(deployment.engine),
+        "deploy_quant": cut(deployment.quant),
+    }
 
 
 def _settings_json(settings: RunSettings) -> str:
@@ -183,10 +206,23 @@ def create_run(engine: Engine, settings: RunSettings, *, started_at: datetime | 
         heartbeat_at=now,
         owner=_owner(),
         label=settings.label,
+        **_deployment_columns(settings.deployment),
     )
     with session_factory(engine)() as session, session.begin():
         session.add(row)
     return run_id
+
+
+def set_deployment(engine: Engine, run_id: str, deployment: Deployment) -> None:
+    """Record the deployment a run measured (what the server told filled in) in its settings and columns."""
+    with session_factory(engine)() as session, session.begin():
+        row = session.get(RunRow, run_id)
+        if row is None:
+            return
+        row.settings_json = _settings_json(row.settings.model_copy(update={"deployment": deployment}))
+        for column, value in _deployment_columns(deployment).items():
+            setattr(row, column, value)
+        row.heartbeat_at = _now()
 
 
 def _sample_row(run_id: str, sample: RequestSample) -> SampleRow:
@@ -535,7 +571,7 @@ def _float(value: object) -> float | None:
 
 
 class RunRecorder:
-    """Persists a run as it goes: hand its methods to probes.ProbeRun (on_sample, on_level, on_heartbeat, on_finish)."""
+    """Persists a run as it goes: hand its on_* methods to probes.ProbeRun, which calls them as the run goes."""
 
     def __init__(self, engine: Engine, settings: RunSettings) -> None:
         self.engine = engine
@@ -552,6 +588,10 @@ class RunRecorder:
     def on_heartbeat(self) -> None:
         """Keep the run from being taken as interrupted."""
         heartbeat(self.engine, self.run_id)
+
+    def on_deployment(self, deployment: Deployment) -> None:
+        """Record the deployment as the server told it."""
+        set_deployment(self.engine, self.run_id, deployment)
 
     def on_finish(self, result: RunResult | None, error: BaseException | None) -> None:
         """Final status: the result's, or FAILED with the exception's message."""

@@ -9,6 +9,7 @@ from probes.config import (
     check_run_settings,
     redact_url,
 )
+from probes.deployment import Deployment
 from probes.endpoint import ConnectionReport, check_connection, list_models, run_sync
 from probes.errors import (
     EndpointResponseError,
@@ -36,6 +37,7 @@ from probes.worker import ProbeRun
 __all__ = [
     "ApiKind",
     "ConnectionReport",
+    "Deployment",
     "EndpointResponseError",
     "EndpointUnreachableError",
     "ErrorKind",

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TextIO
 from pydantic import ValidationError
 
 from probes.config import RunSettings
+from probes.deployment import Deployment, deployment_text
 from probes.endpoint import check_connection, list_models, run_sync
 from probes.errors import ProbeError
 from probes.export import result_json
@@ -50,6 +51,9 @@ class RunSink(Protocol):
 
     def on_heartbeat(self) -> None:
         """The run is alive (no sample for a while)."""
+
+    def on_deployment(self, deployment: Deployment) -> None:
+        """The deployment, with what the server told filled in (before the first level)."""
 
     def on_finish(self, result: RunResult | None, error: BaseException | None) -> None:
         """The run ended (result) or could not run (error)."""
@@ -158,11 +162,13 @@ def start_line(settings: RunSettings) -> str:
 
 
 def summary_line(result: RunResult) -> str:
-    """How the run ended, its highest concurrency within the SLO and where it is stored."""
+    """How the run ended, its highest concurrency within the SLO, the deployment and where it is stored."""
     best = result.best_concurrency_within_slo
+    deployment = deployment_text(result.settings.deployment)
     return (
         f"{result.status}: highest concurrency within SLO: {best if best is not None else 'none'}"
         + (f" ({result.error})" if result.error else "")
+        + (f"; deployment: {deployment}" if deployment else "")
         + (f"; stored as run {result.run_id}" if result.run_id else "")
     )
 
@@ -252,6 +258,7 @@ def _probe(settings: RunSettings, sink: RunSink | None, progress: TextIO | None)
         on_sample=sink.on_sample if sink is not None else None,
         on_level=on_level,
         on_heartbeat=sink.on_heartbeat if sink is not None else None,
+        on_deployment=sink.on_deployment if sink is not None else None,
         on_finish=sink.on_finish if sink is not None else None,
     )
 

@@ -1,4 +1,4 @@
-"""The settings of one probe run (endpoint, load, workload, timeouts, SLO targets) and the safety checks."""
+"""The settings of one probe run (endpoint, load, workload, timeouts, SLO targets, deployment) and the safety checks."""
 
 import re
 from collections.abc import Iterator
@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer, field_validator
 
 from catalog.handbook import load_handbook
+from probes.deployment import Deployment
 from probes.errors import ProbeSettingsError
 from probes.safety import host_refusal, parse_allowed_hosts
 from settings import Settings, get_settings
@@ -91,7 +92,8 @@ class RunSettings(BaseModel):
     """Everything one probe run needs, and the stored record of it. The API key is never serialised.
 
     People set these through probes/options.py, which holds their URL parameters, flags, help and limits; this
-    model refuses only what cannot run, so that every stored run still loads.
+    model refuses only what cannot run, so that every stored run still loads. The deployment's names are checked
+    against the catalogs, except when a stored run is read (validation context {probes.deployment.STORED: True}).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -120,6 +122,7 @@ class RunSettings(BaseModel):
     seed: int = 0
     slo: SloTargets = Field(default_factory=SloTargets)
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    deployment: Deployment = Field(default_factory=Deployment)  # what was measured (runs stored before: unknown)
 
     @field_validator("base_url")
     @classmethod

@@ -12,6 +12,8 @@ the connection), no_headers (never answers), close_no_headers (holds the request
 connection without a byte of answer), no_first_token (headers and role chunk, then nothing). ``fault_every=N``
 applies the fault to every N-th request only (by the server's request number), the others are served normally.
 ``close_idle_connections()`` closes every keep-alive connection that has no request in flight.
+``engine`` names the metrics as vLLM (default) or SGLang does; ``roots`` gives /v1/models entries a ``root`` (the
+checkpoint, as vLLM lists it) and ``owned_by`` their owner: what the probe reads to tell the deployment.
 Run: ``python -m probes.fakeserver --port 8000 --ttft-ms 200 --tpot-ms 20 --tokens 128``.
 """
 
@@ -24,9 +26,9 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from probes.fakestream import (
     FAULTS,
@@ -161,6 +163,9 @@ class FakeServer:
         max_running: int | None = None,
         spec_acceptance: float | None = None,
         keep_records: bool = True,
+        engine: Literal["vllm", "sglang"] = "vllm",
+        roots: Mapping[str, str] | None = None,
+        owned_by: str = "fake",
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError("the fake server only listens on loopback (127.0.0.1)")
@@ -173,6 +178,9 @@ class FakeServer:
         self.max_running = max_running
         self.spec_acceptance = spec_acceptance
         self.keep_records = keep_records
+        self.engine = engine
+        self.roots = dict(roots or {})
+        self.owned_by = owned_by
         self.counters = _Counters()
         self._records: list[RequestRecord] = []
         self._queue: deque[FakeStream] = deque()
@@ -244,7 +252,11 @@ class FakeServer:
             conn.send(401, error_body("Invalid API key", "invalid_request_error", "invalid_api_key"))
             return
         if path == "/models" and method == "GET":
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": self.owned_by}
+                | ({"root": self.roots[m]} if m in self.roots else {})
+                for m in self.models
+            ]
             conn.send(200, json.dumps({"object": "list", "data": data}).encode())
             return
         if path not in ("/chat/completions", "/completions"):
@@ -342,16 +354,27 @@ class FakeServer:
         c = self.counters
         label = f'{{model_name="{self.models[0]}"}}'
         kv = c.running / self.max_running if self.max_running else min(1.0, c.running / 256)
-        rows = [
-            ("vllm:num_requests_running", "gauge", c.running),
-            ("vllm:num_requests_waiting", "gauge", c.waiting),
-            ("vllm:kv_cache_usage_perc", "gauge", kv),
-            ("vllm:prompt_tokens_total", "counter", c.prompt_tokens),
-            ("vllm:generation_tokens_total", "counter", c.generation_tokens),
-            ("vllm:prefix_cache_queries_total", "counter", c.prefix_queries),
-            ("vllm:prefix_cache_hits_total", "counter", c.prefix_hits),
-        ]
-        if self.spec_acceptance is not None:
+        if self.engine == "sglang":
+            hit_rate = c.prefix_hits / c.prefix_queries if c.prefix_queries else 0.0
+            rows: list[tuple[str, str, float]] = [
+                ("sglang:num_running_reqs", "gauge", c.running),
+                ("sglang:num_queue_reqs", "gauge", c.waiting),
+                ("sglang:token_usage", "gauge", kv),
+                ("sglang:prompt_tokens_total", "counter", c.prompt_tokens),
+                ("sglang:generation_tokens_total", "counter", c.generation_tokens),
+                ("sglang:cache_hit_rate", "gauge", hit_rate),
+            ]
+        else:
+            rows = [
+                ("vllm:num_requests_running", "gauge", c.running),
+                ("vllm:num_requests_waiting", "gauge", c.waiting),
+                ("vllm:kv_cache_usage_perc", "gauge", kv),
+                ("vllm:prompt_tokens_total", "counter", c.prompt_tokens),
+                ("vllm:generation_tokens_total", "counter", c.generation_tokens),
+                ("vllm:prefix_cache_queries_total", "counter", c.prefix_queries),
+                ("vllm:prefix_cache_hits_total", "counter", c.prefix_hits),
+            ]
+        if self.spec_acceptance is not None and self.engine == "vllm":
             rows += [
                 ("vllm:spec_decode_num_draft_tokens_total", "counter", c.spec_draft),
                 ("vllm:spec_decode_num_accepted_tokens_total", "counter", c.spec_accepted),
@@ -411,6 +434,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--api-key", default=None, help="require this bearer key")
     parser.add_argument("--max-running", type=int, default=None, help="queue requests beyond this many")
     parser.add_argument("--no-metrics", action="store_true")
+    parser.add_argument("--engine", choices=("vllm", "sglang"), default="vllm", help="whose metric names to expose")
     parser.add_argument("--no-records", action="store_true", help="do not keep per-token records")
     args = parser.parse_args(argv)
     defaults = Behaviour(
@@ -433,6 +457,7 @@ def main(argv: list[str] | None = None) -> None:
             metrics=not args.no_metrics,
             max_running=args.max_running,
             keep_records=not args.no_records,
+            engine=args.engine,
         )
         await server.start()
         print(f"fake OpenAI server on {server.base_url}", flush=True)

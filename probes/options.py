@@ -1,11 +1,14 @@
-"""Every probe setting a person sets, defined once: URL parameter, CLI flag, label, help, default and limits."""
+"""Every probe setting a person sets, defined once: URL parameter, CLI flag, label, help, default and limits.
+
+The deployment's fields come from probes/deployment.py, where they are defined.
+"""
 
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 from annotated_types import Ge, Gt, Le, Lt, MaxLen
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 
 from probes.config import (
@@ -18,6 +21,7 @@ from probes.config import (
     check_run_settings,
     normalize_base_url,
 )
+from probes.deployment import ALLOWED, Deployment, catalog_id, deployment_fields
 from probes.errors import ProbeSettingsError
 from probes.workloads import build_prompts
 
@@ -30,10 +34,30 @@ _RUN = RunSettings(base_url=DEFAULT_BASE_URL, model="-")
 
 # Field metadata read by the command line and the docs (json_schema_extra keys):
 FLAG = "flag"  # the CLI flag when it is not --<field-name>; a bool's flag sets the opposite of its default
-ALLOWED = "allowed"  # the allowed values in words, when Field constraints do not say it
+# ALLOWED (probes/deployment.py): the allowed values in words, when Field constraints do not say it
 CLI_REQUIRED = "cli_required"  # the command line needs it (the page starts from the default)
 
 Level = Annotated[int, Field(ge=1)]
+DEPLOYMENT_OPTIONS = deployment_fields()  # Deployment field -> the option (field, URL parameter) that sets it
+_DEPLOYMENT_FIELD = {option: name for name, option in DEPLOYMENT_OPTIONS.items()}
+
+
+def _deployment_option(name: str) -> Any:
+    """The option of a Deployment field: its title, help, limits and allowed values; its option name as alias.
+
+    The deployment is defined once, in probes/deployment.py; the option's field name must be that name too.
+    """
+    field = Deployment.model_fields[name]
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    bounds = {key: getattr(item, key) for item in field.metadata for key in ("ge", "le") if hasattr(item, key)}
+    return Field(
+        default=None,
+        alias=DEPLOYMENT_OPTIONS[name],
+        title=field.title,
+        description=field.description,
+        json_schema_extra={key: value for key, value in extra.items() if key == ALLOWED} or None,
+        **bounds,
+    )
 
 
 class ProbeOptions(BaseModel):
@@ -211,6 +235,12 @@ class ProbeOptions(BaseModel):
         le=3600,
         json_schema_extra={FLAG: "--stall-timeout"},
     )
+    # The deployment measured (optional; blank engine, model and quantization are read from the server).
+    gpu: str | None = _deployment_option("gpu")
+    gpu_count: int | None = _deployment_option("gpu_count")
+    deploy_model: str | None = _deployment_option("model")
+    engine: str | None = _deployment_option("engine")
+    quant: str | None = _deployment_option("quant")
 
     @field_validator("base_url")
     @classmethod
@@ -221,6 +251,14 @@ class ProbeOptions(BaseModel):
     @classmethod
     def _strip_text(cls, value: str) -> str:
         return value.strip()
+
+    @field_validator(*(o for f, o in DEPLOYMENT_OPTIONS.items() if f != "gpu_count"), mode="before")
+    @classmethod
+    def _catalog_names(cls, value: object, info: ValidationInfo) -> object:
+        """A GPU, model, engine or quantization name as its catalog id, matched as the advisor matches names."""
+        if not isinstance(value, str):
+            return value
+        return catalog_id(_DEPLOYMENT_FIELD[info.field_name or ""], value)
 
     @field_validator("concurrency", mode="before")
     @classmethod
@@ -255,13 +293,18 @@ class ProbeOptions(BaseModel):
         """The per-request timeouts."""
         return Timeouts(connect_s=self.connect_timeout_s, ttft_s=self.ttft_timeout_s, stall_s=self.stall_timeout_s)
 
+    @property
+    def deployment(self) -> Deployment:
+        """The deployment as given (catalog ids; None where left blank)."""
+        return Deployment(**{name: getattr(self, option) for name, option in DEPLOYMENT_OPTIONS.items()})
+
     def run_settings(self, api_key: str | None = None, prompt_file: str | None = None) -> RunSettings:
         """The run's settings: every field named as a RunSettings field, the SLO and the timeouts.
 
         Raises ProbeSettingsError when they cannot be built (e.g. no model).
         """
         values: dict[str, Any] = {n: getattr(self, n) for n in type(self).model_fields if n in RunSettings.model_fields}
-        values.update(slo=self.slo, timeouts=self.timeouts)
+        values.update(slo=self.slo, timeouts=self.timeouts, deployment=self.deployment)
         if api_key:
             values["api_key"] = SecretStr(api_key)
         if prompt_file:
@@ -386,6 +429,8 @@ SLO_AND_TIMEOUT_FIELDS = frozenset(
     }
 )
 SWITCHES = frozenset({"list_models", "test_connection", "output", "store", "quiet"})
+# Fields that reach RunSettings as its deployment.
+DEPLOYMENT_FIELDS = frozenset(DEPLOYMENT_OPTIONS.values())
 
 
 def prepare_run(options: ProbeOptions, api_key: str | None = None, prompt_file: str | None = None) -> RunSettings:

@@ -68,15 +68,25 @@ def parse_metrics(text: str, openmetrics: bool = False) -> tuple[dict[str, float
     return values, family
 
 
-async def scrape(client: httpx2.AsyncClient, url: str) -> tuple[dict[str, float], str] | None:
-    """One scrape; None when the server offers no metrics (any error, non-200, malformed or nothing watched)."""
+async def exposition(client: httpx2.AsyncClient, url: str) -> tuple[str, bool] | None:
+    """The /metrics text and whether it is OpenMetrics; None on any error, non-200 or an oversized answer."""
     try:
         response = await client.get(url, timeout=SCRAPE_TIMEOUT_S)
         if response.status_code != 200 or len(response.content) > MAX_METRICS_BYTES:
             return None
-        openmetrics = response.headers.get("content-type", "").startswith(OPENMETRICS_TYPE)
-        values, family = parse_metrics(response.text, openmetrics)
+        return response.text, response.headers.get("content-type", "").startswith(OPENMETRICS_TYPE)
     except (httpx2.HTTPError, OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+async def scrape(client: httpx2.AsyncClient, url: str) -> tuple[dict[str, float], str] | None:
+    """One scrape; None when the server offers no metrics (any error, non-200, malformed or nothing watched)."""
+    got = await exposition(client, url)
+    if got is None:
+        return None
+    try:
+        values, family = parse_metrics(*got)
+    except ValueError:
         return None
     return (values, family) if values else None
 

@@ -1,6 +1,7 @@
 """The sweep: preflight, warm-up, then each concurrency level with its metrics scrapes and callbacks."""
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -11,19 +12,23 @@ from openai import AsyncOpenAI
 
 from probes.client import Clock, classify_error, close_quietly, make_client, make_http
 from probes.config import RunSettings, check_run_settings
+from probes.deployment import Deployment
+from probes.detect import detect
 from probes.level import WARMUP_INDEX, Level, LevelPlan, SampleSink
 from probes.metrics import best_concurrency_within_slo, summarize_level
 from probes.models import CONNECTION_KINDS, LevelResult, RequestSample, RunResult, RunStatus, ServerMetrics
 from probes.progress import Progress
-from probes.prom import Scraper, metrics_url_for, server_metrics
+from probes.prom import Scraper, exposition, metrics_url_for, server_metrics
 from probes.transport import LeanTransport
 from probes.workloads import Prompt, build_prompts
 from settings import Settings
 
 # Progress and the sinks stay importable from here (probes/worker.py and probes/__init__.py import them from runner).
-__all__ = ["LevelSink", "Progress", "SampleSink", "run_probe"]
+__all__ = ["DeploymentSink", "LevelSink", "Progress", "SampleSink", "run_probe"]
 
 LevelSink = Callable[[LevelResult], None]
+DeploymentSink = Callable[[Deployment], None]
+MAX_MODELS_BYTES = 4 << 20  # of a /v1/models answer read to tell the deployment
 
 
 async def run_probe(
@@ -35,17 +40,20 @@ async def run_probe(
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: Clock = time.perf_counter,
     limits: Settings | None = None,
+    on_deployment: DeploymentSink | None = None,
 ) -> RunResult:
     """Run the sweep and return its result.
 
     Refused settings raise ProbeSettingsError and an unreadable workload WorkloadError, before anything is sent.
     An unreachable endpoint gives a FAILED result. Cancelling the task ends the run early: requests in flight are
-    dropped, everything finished is kept, and the result is CANCELLED. Callbacks run inline on the event loop:
-    keep them cheap (ProbeRun moves them to a thread of their own).
+    dropped, everything finished is kept, and the result is CANCELLED. Before the first request, blank fields of
+    the deployment are filled from what the server tells (probes/detect.py); on_deployment gets the deployment
+    when that changed it, and the result's settings carry it. Callbacks run inline on the event loop: keep them
+    cheap (ProbeRun moves them to a thread of their own).
     """
     check_run_settings(settings, limits)
     prompts = build_prompts(settings, settings.requests_per_level)
-    sweep = _Sweep(settings, prompts, progress or Progress(), transport, clock, on_sample, on_level)
+    sweep = _Sweep(settings, prompts, progress or Progress(), transport, clock, on_sample, on_level, on_deployment)
     await sweep.run()
     return sweep.result()
 
@@ -62,6 +70,7 @@ class _Sweep:
         clock: Clock,
         on_sample: SampleSink | None,
         on_level: LevelSink | None,
+        on_deployment: DeploymentSink | None = None,
     ) -> None:
         self.settings = settings
         self.prompts = prompts
@@ -69,6 +78,7 @@ class _Sweep:
         self.clock = clock
         self.on_sample = on_sample
         self.on_level = on_level
+        self.on_deployment = on_deployment
         self.lean = LeanTransport(clock=clock) if transport is None else None
         self.http = make_http(settings, max(settings.concurrency), self.lean or transport)
         self.client = make_client(settings, self.http)
@@ -87,10 +97,11 @@ class _Sweep:
     async def run(self) -> None:
         """Every step in turn; a cancel or a bug ends the run with what finished kept."""
         try:
-            unreachable = await _preflight(self.client, self.settings)
+            unreachable, listing = await _preflight(self.client, self.settings)
             if unreachable is not None:
                 self.status, self.error = RunStatus.FAILED, unreachable
                 return
+            await self._detect(listing)
             await self._warmup()
             for index, concurrency in enumerate(self.settings.concurrency):
                 if not await self._level(index, concurrency):
@@ -104,6 +115,25 @@ class _Sweep:
         finally:
             await close_quietly(self.client)
             self.progress.update(status=self.status, phase="finished", message=self.error)
+
+    async def _detect(self, listing: object) -> None:
+        """Fill the deployment's blank engine, model and quantization from /v1/models and /metrics."""
+        given = self.settings.deployment
+        if given.engine is None and self.settings.scrape_metrics:
+            got = await exposition(self.http, self.scraper.url)
+            metrics_text = got[0] if got is not None else None
+        else:
+            metrics_text = None
+        try:
+            found = detect(given, self.settings.model, listing, metrics_text)
+        except Exception as exc:  # telling the deployment is a courtesy: it never costs the measurement
+            self.progress.update(message=f"could not tell the deployment: {type(exc).__name__}: {exc}")
+            return
+        if found == given:
+            return
+        self.settings = self.settings.model_copy(update={"deployment": found})
+        if self.on_deployment is not None:
+            self.on_deployment(found)
 
     async def _warmup(self) -> None:
         """Uncounted requests before the first level, if asked for."""
@@ -184,23 +214,42 @@ class _Sweep:
         )
 
 
-async def _preflight(client: AsyncOpenAI, settings: RunSettings) -> str | None:
-    """None if the endpoint answers HTTP at all (any status); else why it cannot be reached.
+async def _preflight(client: AsyncOpenAI, settings: RunSettings) -> tuple[str | None, object]:
+    """(None if the endpoint answers HTTP at all, any status, else why it cannot be reached; the model list).
 
     It goes through the SDK (GET /models), which also pays the SDK's one-time set-up before anything is timed.
+    The model list is the answer's JSON when it was a 200 of reasonable size, else None.
     """
+    listing: object = None
+    limit_s = settings.timeouts.connect_s + settings.timeouts.ttft_s
     try:
-        response = await asyncio.wait_for(
-            client.models.with_raw_response.list(), settings.timeouts.connect_s + settings.timeouts.ttft_s
-        )
-        await response.http_response.aclose()
+        response = await asyncio.wait_for(client.models.with_raw_response.list(), limit_s)
+        try:
+            listing = await asyncio.wait_for(_json_body(response.http_response), limit_s)
+        finally:
+            await response.http_response.aclose()
     except (openai.APIConnectionError, httpx2.HTTPError, OSError) as exc:
         kind, message = classify_error(exc)
         if kind in CONNECTION_KINDS:
-            return f"cannot reach {settings.endpoint} ({kind}): {message}"
+            return f"cannot reach {settings.endpoint} ({kind}): {message}", None
     except (openai.APIError, TimeoutError):
+        return None, None
+    return None, listing
+
+
+async def _json_body(response: httpx2.Response) -> object:
+    """A 200 answer's JSON (at most MAX_MODELS_BYTES), else None."""
+    if response.status_code != 200:
         return None
-    return None
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > MAX_MODELS_BYTES:
+            return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
 
 
 def _uncancel() -> None:

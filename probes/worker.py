@@ -8,6 +8,7 @@ from collections.abc import Callable
 import httpx2
 
 from probes.config import RunSettings, check_run_settings
+from probes.deployment import Deployment
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.runner import Progress, run_probe
 from probes.workloads import build_prompts
@@ -21,9 +22,10 @@ HEARTBEAT_INTERVAL_S = 5.0  # a run beats this often while it runs; db/ derives 
 class ProbeRun:
     """Start with .start(); poll .progress(); .cancel() keeps what finished; .wait() then .result().
 
-    on_sample / on_level / on_finish run in order in one sink thread, never on the event loop, so a slow sink
-    (a database write) does not distort the timings. on_heartbeat runs in a thread of its own every heartbeat_s
-    until on_finish has run, whether samples arrive or not (a slow endpoint) and however long the sink takes.
+    on_sample / on_level / on_deployment / on_finish run in order in one sink thread, never on the event loop, so a
+    slow sink (a database write) does not distort the timings. on_heartbeat runs in a thread of its own every
+    heartbeat_s until on_finish has run, whether samples arrive or not (a slow endpoint) and however long the sink
+    takes. on_deployment is called once, before the first level's samples, when the server told the deployment.
     """
 
     def __init__(
@@ -34,6 +36,7 @@ class ProbeRun:
         on_level: Callable[[LevelResult], None] | None = None,
         on_finish: FinishSink | None = None,
         on_heartbeat: Callable[[], None] | None = None,
+        on_deployment: Callable[[Deployment], None] | None = None,
         heartbeat_s: float = HEARTBEAT_INTERVAL_S,
         transport: httpx2.AsyncBaseTransport | None = None,
         limits: Settings | None = None,
@@ -43,6 +46,7 @@ class ProbeRun:
         self._on_level = on_level
         self._on_finish = on_finish
         self._on_heartbeat = on_heartbeat
+        self._on_deployment = on_deployment
         self._heartbeat_s = heartbeat_s
         self._transport = transport
         self._limits = limits
@@ -112,6 +116,7 @@ class ProbeRun:
                     self.settings,
                     on_sample=lambda s: self._queue.put(("sample", s)),
                     on_level=lambda lv: self._queue.put(("level", lv)),
+                    on_deployment=lambda d: self._queue.put(("deployment", d)),
                     progress=self._progress,
                     transport=self._transport,
                     limits=self._limits,
@@ -146,6 +151,7 @@ class ProbeRun:
             kind, payload = self._queue.get()
             if kind == _STOP:
                 break
-            self._call(self._on_sample if kind == "sample" else self._on_level, payload)
+            sinks = {"sample": self._on_sample, "level": self._on_level, "deployment": self._on_deployment}
+            self._call(sinks[kind], payload)
         self._call(self._on_finish, self._result, self._error)
         self._finished.set()

@@ -12,6 +12,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from db.runs import error_summary, get_run, sample_counts
 from probes.baseline import scaling_sentence
+from probes.deployment import deployment_text
 from probes.export import levels_csv, result_json, samples_csv
 from probes.figures import compare_rows, error_rows, latency_figure, level_rows, run_label, throughput_figure
 from probes.form import cost_params, default_cost_level
@@ -60,7 +61,7 @@ def number_field(
     Only inclusive bounds go to the widget: an excluded one (> 0) is checked when the form is read.
     """
     field = form_field(state.model_cls, alias)
-    as_type = int if field.annotation is int else float
+    as_type = int if field.annotation in (int, int | None) else float
     low, high, exclusive = limits_of(field)
     bounds: dict[str, Any] = {}
     if low is not None and not exclusive:
@@ -94,6 +95,22 @@ def choice_field(where: DeltaGenerator, state: PageState[Any], alias: str, label
     field = form_field(state.model_cls, alias)
     where.selectbox(
         field.title or alias, list(labels), key=state.key(alias), format_func=labels.__getitem__, help=field_help(field)
+    )
+
+
+def catalog_field(
+    where: DeltaGenerator, state: PageState[Any], alias: str, names: Mapping[str, str], *, placeholder: str
+) -> None:
+    """A select box over catalog ids shown by their names, empty until one is picked."""
+    field = form_field(state.model_cls, alias)
+    where.selectbox(
+        field.title or alias,
+        list(names),
+        key=state.key(alias),
+        index=None,
+        format_func=lambda value: names.get(value, value),
+        placeholder=placeholder,
+        help=field_help(field),
     )
 
 
@@ -266,6 +283,13 @@ def downloads(result: RunResult, key: str) -> None:
 def _built(build: Callable[[RunResult], str], result: RunResult) -> str:
     """An export of the whole run, samples loaded only now (the button was clicked)."""
     return build(full_run(result))
+
+
+def deployment_caption(result: RunResult) -> None:
+    """The deployment the run measured, when any of it is known (what the server told is said to be detected)."""
+    text = deployment_text(result.settings.deployment)
+    if text:
+        st.caption(f"Deployment: {escape_markdown(text)}")
 
 
 def title_text(result: RunResult) -> str:

@@ -18,13 +18,23 @@ from probes import (
     check_connection,
     run_sync,
 )
+from probes.deployment import display_names
 from probes.figures import level_rows, throughput_figure
 from probes.form import ProbeForm
 from probes.options import prepare_run
 from ui.errors import guarded, show_errors
 from ui.live_runs import live_runs
 from ui.params import format_value, validate_params
-from ui.probe_views import choice_field, downloads, number_field, run_details, text_field, toggle_field
+from ui.probe_views import (
+    catalog_field,
+    choice_field,
+    deployment_caption,
+    downloads,
+    number_field,
+    run_details,
+    text_field,
+    toggle_field,
+)
 from ui.resources import get_engine
 from ui.state import PageState, plain_widget_value
 from ui.text import escape_markdown
@@ -176,6 +186,7 @@ def _form(busy: bool) -> DeltaGenerator:
             number_field(left, state, "connect_timeout", step=1.0, fmt="%.4g")
             number_field(mid, state, "ttft_timeout", step=5.0, fmt="%.4g")
             number_field(right, state, "stall_timeout", step=5.0, fmt="%.4g")
+        _deployment_fields()
         left, right, rest = st.columns([1.4, 1.2, 3], vertical_alignment="center")
         left.button(
             "Test connection", key="probe.test", icon=":material/lan:", on_click=_test_connection, disabled=busy
@@ -185,6 +196,24 @@ def _form(busy: bool) -> DeltaGenerator:
             ok, message = report
             rest.markdown(f":{'green' if ok else 'red'}[{'✓' if ok else '✗'}] " + escape_markdown(message))
     return right
+
+
+def _deployment_fields() -> None:
+    """The deployment measured: optional; what is left empty is read from the server when it tells."""
+    names = display_names()
+    with st.expander("Deployment (optional: lets the estimate be calibrated by this run)", icon=":material/dns:"):
+        st.caption(
+            "A run calibrates the estimates of its deployment once all five are known. Left empty, the engine is "
+            "read from the server's metrics or model list, and the model and quantization from the served "
+            "checkpoint when it names one catalog entry; the run says what was detected."
+        )
+        left, mid, right = st.columns([3, 2, 3])
+        catalog_field(left, state, "gpu", names["gpu"], placeholder="not stated")
+        number_field(mid, state, "gpu_count", step=1, placeholder="not stated")
+        catalog_field(right, state, "deploy_model", names["model"], placeholder="detect from /v1/models")
+        left, right = st.columns(2)
+        catalog_field(left, state, "engine", names["engine"], placeholder="detect from the server")
+        catalog_field(right, state, "quant", names["quant"], placeholder="detect from the checkpoint name")
 
 
 def _prompt_file() -> str | None:
@@ -213,6 +242,7 @@ def _start(form: ProbeForm) -> bool:
         on_sample=recorder.on_sample,
         on_level=recorder.on_level,
         on_heartbeat=recorder.on_heartbeat,
+        on_deployment=recorder.on_deployment,
         on_finish=recorder.on_finish,
     )
     try:
@@ -323,6 +353,7 @@ def _result() -> None:
     requests, failed = sample_counts(get_engine(), run_id)
     st.subheader("Result")
     st.caption(f"Run `{run_id}` · stored with every request · {requests} requests, {failed} failed")
+    deployment_caption(result)
     for problem in st.session_state.get("_probe.sink_errors", [])[:3]:
         st.warning(f"Some results could not be stored: {escape_markdown(problem)}", icon="⚠️")
     run_details(result, f"probe.result.{run_id}")

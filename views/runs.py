@@ -17,7 +17,7 @@ from probes.form import MAX_OPEN_RUNS, RunsView
 from probes.models import RunResult, RunStatus
 from ui.errors import guarded, show_errors
 from ui.live_runs import live_runs
-from ui.probe_views import comparison, downloads, run_details, title_text
+from ui.probe_views import comparison, deployment_caption, downloads, run_details, title_text
 from ui.resources import get_engine
 from ui.state import PageState
 from ui.text import escape_markdown
@@ -156,6 +156,7 @@ def _about(result: RunResult) -> None:
 
 def _one(result: RunResult, key: str) -> None:
     _about(result)
+    deployment_caption(result)
     run_details(result, key)
     downloads(result, key)
     _delete_controls(result)

@@ -125,6 +125,11 @@ def test_link_fills_the_form_and_editing_rewrites_the_link() -> None:
         ({"api": "grpc"}, "`api`"),
         ({"workload": "everything"}, "`workload`"),
         ({"ttft_p99": "fast"}, "`ttft_p99`"),
+        ({"gpu": "H1000"}, "`gpu`"),
+        ({"gpu_count": "0"}, "`gpu_count`"),
+        ({"deploy_model": "gpt-9"}, "`deploy_model`"),
+        ({"engine": "x"}, "`engine`"),
+        ({"quant": "int3"}, "`quant`"),
     ],
 )
 def test_bad_link_warns_once_names_the_parameter_and_uses_the_default(params: dict[str, str], named: str) -> None:
@@ -133,6 +138,42 @@ def test_bad_link_warns_once_names_the_parameter_and_uses_the_default(params: di
     warnings = texts(at.warning)
     assert len(warnings) == 1 and named in warnings[0]
     assert _params(at) == {"model": "m"}
+
+
+def test_the_deployment_expander_fills_from_the_link_with_catalog_ids() -> None:
+    link = {"model": "m", "gpu": "H100", "gpu_count": "2", "deploy_model": "llama-3.1-8b", "engine": "trtllm"}
+    at = open_page("probe", link)
+    assert not at.exception and not at.warning
+    assert [e for e in at.expander if e.label.startswith("Deployment (optional")]
+    gpu = at.selectbox(key="probe.gpu")
+    assert gpu.label == "GPU type" and gpu.value == "h100-80gb-sxm" and "H100 80GB SXM" in gpu.options
+    assert at.number_input(key="probe.gpu_count").value == 2
+    assert at.selectbox(key="probe.deploy_model").value == "llama3.1-8b"
+    assert at.selectbox(key="probe.engine").value == "tensorrt-llm"
+    assert at.selectbox(key="probe.quant").value is None  # not stated: read from the server when it tells
+    assert _params(at) == {
+        "model": "m",
+        "gpu": "h100-80gb-sxm",
+        "gpu_count": "2",
+        "deploy_model": "llama3.1-8b",
+        "engine": "tensorrt-llm",
+    }
+    at.selectbox(key="probe.quant").set_value("fp8").run()
+    assert _params(at)["quant"] == "fp8"
+
+
+def test_a_run_from_the_page_keeps_the_given_deployment_and_says_what_was_detected(
+    fake: FakeServer, database_url: str
+) -> None:
+    link = {"url": fake.base_url, "model": "fake", "levels": "1", "requests": "2", "gpu": "a800-80gb-sxm"}
+    at = open_page("probe", {**link, "gpu_count": "1"})
+    at.button(key="probe.start").click().run()
+    _finish(at)
+    assert not at.exception and not at.error
+    shown = [c for c in texts(at.caption) if c.startswith("Deployment:")]
+    assert shown and "1 × A800 80GB SXM" in shown[0] and "vLLM" in shown[0] and "engine from metrics" in shown[0]
+    (row,) = list_runs(_engine(database_url))
+    assert (row.deploy_gpu, row.deploy_gpu_count, row.deploy_engine) == ("a800-80gb-sxm", 1, "vllm")
 
 
 def test_a_probe_runs_from_the_page_shows_results_and_is_stored_without_the_key(

@@ -9,9 +9,11 @@ import pytest
 from db import init_db, make_engine
 from db.runs import RunRecorder, get_run, get_run_row
 from probes import ProbeRun, RunSettings, Timeouts
+from probes.deployment import Deployment, deployment_text
 from probes.export import levels_csv, result_json
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.pages.apptest import metric, open_page, texts
+from ui.text import escape_markdown
 
 HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](http://evil)"
 
@@ -32,7 +34,14 @@ def engine(database_url: str) -> object:
     return engine
 
 
-def record(engine: object, fake: FakeServer, model: str, label: str = "", levels: tuple[int, ...] = (1, 2)) -> str:
+def record(
+    engine: object,
+    fake: FakeServer,
+    model: str,
+    label: str = "",
+    levels: tuple[int, ...] = (1, 2),
+    **changes: object,
+) -> str:
     """A real probe run against the fake server, stored as the page stores it."""
     settings = RunSettings(
         base_url=fake.base_url,
@@ -41,6 +50,7 @@ def record(engine: object, fake: FakeServer, model: str, label: str = "", levels
         concurrency=levels,
         requests_per_level=3,
         timeouts=Timeouts(connect_s=2, ttft_s=5, stall_s=5),
+        **changes,
     )
     recorder = RunRecorder(engine, settings)
     run = ProbeRun(
@@ -48,6 +58,7 @@ def record(engine: object, fake: FakeServer, model: str, label: str = "", levels
         on_sample=recorder.on_sample,
         on_level=recorder.on_level,
         on_heartbeat=recorder.on_heartbeat,
+        on_deployment=recorder.on_deployment,
         on_finish=recorder.on_finish,
     ).start()
     assert run.wait(30)
@@ -168,3 +179,17 @@ def test_labels_typed_by_users_are_shown_as_text(engine: object, fake: FakeServe
     figure = json.loads(compared.get("plotly_chart")[0].proto.spec)
     names = [trace.get("name", "") for trace in figure["data"]]
     assert any("&lt;img" in n for n in names) and not any("<img" in n for n in names)
+
+
+def test_a_run_shows_its_deployment_when_known(engine: object, fake: FakeServer) -> None:
+    given = Deployment(gpu="L40S", gpu_count=4, model="qwen2.5-7b", quant="awq")
+    known = record(engine, fake, "fake", deployment=given)
+    at = open_page("runs", {"runs": known})
+    assert not at.exception
+    (shown,) = [c for c in texts(at.caption) if c.startswith("Deployment:")]
+    told = given.model_copy(update={"engine": "vllm", "source": {"engine": "metrics"}})
+    assert shown == f"Deployment: {escape_markdown(deployment_text(told))}"
+    assert "4 × L40S 48GB" in shown and "vLLM" in shown and "engine from metrics" in shown
+    unknown = record(engine, fake, "fake", scrape_metrics=False)
+    at = open_page("runs", {"runs": unknown})
+    assert not at.exception and not [c for c in texts(at.caption) if c.startswith("Deployment:")]

@@ -15,9 +15,10 @@ from db import get_run, init_db, list_runs, make_engine
 from probes.__main__ import main
 from probes.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, build_parser, parse_options, run_cli
 from probes.config import ApiKind, RunSettings, WorkloadKind
+from probes.deployment import Deployment
 from probes.fakeserver import Behaviour, serve_in_thread
 from probes.form import ProbeForm
-from probes.options import SLO_AND_TIMEOUT_FIELDS, SWITCHES, CliOptions
+from probes.options import DEPLOYMENT_FIELDS, SLO_AND_TIMEOUT_FIELDS, SWITCHES, CliOptions
 from tests.support import ROOT, free_port
 from ui.params import to_params, validate_params
 
@@ -82,6 +83,7 @@ FLAGS_SCRIPTS_USE = {
     "--continuous-usage", "--no-metrics", "--metrics-url", "--seed", "--slo-ttft-p50-ms", "--slo-ttft-p99-ms",
     "--slo-tpot-p50-ms", "--goodput-ttft-ms", "--goodput-tpot-ms", "--max-failed-ratio", "--connect-timeout",
     "--ttft-timeout", "--stall-timeout", "--overlength-extra-tokens", "--output", "--no-db", "--quiet",
+    "--gpu", "--gpu-count", "--deploy-model", "--engine", "--quant",
 }  # fmt: skip
 
 
@@ -261,6 +263,8 @@ def test_every_flag_reaches_the_run_settings() -> None:
             *("--goodput-ttft-ms", "900", "--goodput-tpot-ms", "45", "--max-failed-ratio", "0.05"),
             *("--connect-timeout", "3", "--ttft-timeout", "20", "--stall-timeout", "9"),
             *("--overlength-extra-tokens", "4"),
+            *("--gpu", "H100", "--gpu-count", "2", "--deploy-model", "llama-3.1-8b", "--engine", "vllm"),
+            *("--quant", "FP8"),
         ],
         environ={"PROBE_API_KEY": KEY},
     )
@@ -299,11 +303,20 @@ def test_every_flag_reaches_the_run_settings() -> None:
     }
     assert settings.timeouts.model_dump() == {"connect_s": 3, "ttft_s": 20, "stall_s": 9, "overlength_extra_tokens": 4}
     assert settings.api_key is not None and settings.api_key.get_secret_value() == KEY
+    assert settings.deployment == Deployment(
+        gpu="h100-80gb-sxm", gpu_count=2, model="llama3.1-8b", engine="vllm", quant="fp8"
+    )
     defaults = RunSettings(base_url="http://gpu-box:8000/v1", model="qwen")
     changed = {n for n in RunSettings.model_fields if getattr(settings, n) != getattr(defaults, n)}
     assert changed == set(RunSettings.model_fields) - {"base_url", "model"}  # every setting can be set
     # A new option must reach the run: by its name, through the SLO or timeouts, or be a switch of the command.
-    unmapped = set(CliOptions.model_fields) - set(RunSettings.model_fields) - SLO_AND_TIMEOUT_FIELDS - SWITCHES
+    unmapped = (
+        set(CliOptions.model_fields)
+        - set(RunSettings.model_fields)
+        - SLO_AND_TIMEOUT_FIELDS
+        - DEPLOYMENT_FIELDS
+        - SWITCHES
+    )
     assert not unmapped
 
 
