@@ -75,3 +75,8 @@ engine-flags: $(VENV)/.run-deps
 	python3 scripts/engine_flags.py install
 	python3 scripts/engine_flags.py specs --engines vllm sglang lmdeploy llama.cpp
 	$(BIN)/python scripts/engine_flags.py check
+
+## perf-model: refit the performance model, validate it held out, rewrite docs/performance-model.md (about a minute)
+.PHONY: perf-model
+perf-model: $(VENV)/.run-deps
+	$(BIN)/python bench/perf_model.py

@@ -4,6 +4,8 @@ Conventions of catalog/data/gpus.csv:
 
 - Tensor rates are dense (no 2:4 sparsity) in TFLOPS; blank where the part has no such tensor path (BF16 on
   Volta/Turing, FP8 before Ada/Hopper, FP4 before Blackwell/CDNA4, any tensor rate on a CPU).
+  ``fp16_dense_tflops`` is filled only where FP16 differs from BF16 (Volta and Turing, which have no BF16 path);
+  blank means the same rate as BF16.
 - ``interconnect_gb_s`` is the **bidirectional** GPU-to-GPU bandwidth of one GPU in GB/s, as NVIDIA quotes NVLink
   (H100 900, B200 1800): twice the per-direction figure that aiconfigurator's ``intra_node_bw`` and
   llm-analysis's ``intra_node_bandwidth`` list. A PCIe x16 card counts its slot (Gen3 32, Gen4 64, Gen5 128);
@@ -70,6 +72,7 @@ class Gpu(BaseModel):
     bf16_dense_tflops: float | None
     fp8_dense_tflops: float | None
     fp4_dense_tflops: float | None
+    fp16_dense_tflops: float | None = None
     native_fp8: bool
     native_fp4: bool
     marlin_kernels: bool
@@ -91,6 +94,7 @@ class Gpu(BaseModel):
         "bf16_dense_tflops",
         "fp8_dense_tflops",
         "fp4_dense_tflops",
+        "fp16_dense_tflops",
         "tdp_w",
         "interconnect_gb_s",
         "price_low",
@@ -127,6 +131,11 @@ class Gpu(BaseModel):
             return float(self.compute_capability)
         except ValueError:
             return None
+
+    @property
+    def half_precision_tflops(self) -> float | None:
+        """The dense 16-bit tensor rate serving runs at: BF16, else FP16 (Volta, Turing)."""
+        return self.bf16_dense_tflops or self.fp16_dense_tflops
 
     @property
     def has_price(self) -> bool:

@@ -9,6 +9,7 @@ else is at most a suggestion, ranked by similarity: 'y' is not 'QLoRA NF4 (bitsa
 import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 
 _NOISE_WORDS = ("nvidia", "amd", "apple", "geforce", "instinct", "tesla")
 
@@ -22,6 +23,7 @@ NEAREST_MARGIN = 0.05  # ... when it is at least this far ahead of the next entr
 MAX_SUGGESTIONS = 5
 
 
+@lru_cache(maxsize=16_384)  # every lookup normalises every catalog name: the advisor's ranking asks thousands
 def normalize(name: str) -> str:
     """Lower-case, drop vendor words and separators: 'NVIDIA A800 40GB' -> 'a80040gb'."""
     text = name.lower()

@@ -1,0 +1,24 @@
+"""How fast a configuration will run: a fitted step-time model and a continuous-batching simulation, no Streamlit."""
+
+from perf.errors import NoEstimateError, PerfError
+from perf.estimate import estimate, estimate_for_advice
+from perf.inputs import ENGINE_FAMILIES, PerfRequest, Slo
+from perf.result import Band, Basis, Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Percentiles
+
+__all__ = [
+    "ENGINE_FAMILIES",
+    "Band",
+    "Basis",
+    "Calibration",
+    "Estimate",
+    "Layout",
+    "LevelEstimate",
+    "MeasuredLevel",
+    "NoEstimateError",
+    "Percentiles",
+    "PerfError",
+    "PerfRequest",
+    "Slo",
+    "estimate",
+    "estimate_for_advice",
+]

@@ -1,0 +1,7 @@
+"""`python -m perf`: the estimator on the command line."""
+
+import sys
+
+from perf.cli import main
+
+sys.exit(main())

@@ -1,0 +1,152 @@
+"""The roofline terms of one engine step on the busiest GPU of a replica, and the features the fit weighs.
+
+A step runs `decode_seqs` sequences one token further (holding `decode_ctx` tokens of context between them) and
+`prefill_tokens` new prompt tokens in `prefill_seqs` chunks. Its terms, in seconds or counts:
+
+- weights and KV bytes read over memory bandwidth (a mixture of experts reads only the experts the step's
+  tokens route to: E x (1 - (1 - k/E)^tokens) of them per layer, in expectation);
+- GEMM FLOPs over the tensor rate of the precision the format computes in, attention FLOPs over the 16-bit rate;
+- tensor-parallel all-reduces (or, with attention data parallelism, the experts' all-to-all) over the link;
+- per-step, per-layer, per-sequence and per-token overheads.
+
+The fitted step time is theta . features(step) with theta >= 0 per engine family (perf/data/coefficients.json).
+"""
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from catalog import Gpu
+from perf.hardware import Rates, inter_node_bytes_s, rates
+from selector.kvcache import kv_layer_bytes_per_token, kv_share_per_gpu
+from selector.models import ModelSpec
+from selector.quantization import expert_weights_bytes, get_quant, weights_bytes
+
+FEATURES = ("roof", "overlap", "kv", "comm", "collectives", "hops", "step", "layer", "seq", "token", "routed")
+"""Names of the fitted features, in the order of theta."""
+
+ACTIVATION_BYTES = 2  # activations travel between GPUs in 16 bits
+
+
+class ReplicaShape(BaseModel):
+    """How one model copy is laid out: GPUs per copy, attention data parallelism, expert parallelism."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    attention_data_parallel: bool = False
+    expert_parallel: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+
+class StepCost:
+    """Per-configuration constants, so a step's terms cost a few multiplications."""
+
+    def __init__(
+        self, model: ModelSpec, gpu: Gpu, quant: str, kv_dtype: str, shape: ReplicaShape, draft_share: float = 0.0
+    ) -> None:
+        r: Rates = rates(gpu, quant)
+        t = shape.gpus
+        adp = shape.attention_data_parallel and t > 1
+        self.model, self.gpu, self.shape = model, gpu, shape
+        self.ranks = t if adp else 1  # sequences are spread over this many attention ranks
+        total = weights_bytes(model, quant)
+        experts = min(expert_weights_bytes(model, quant), total) if model.is_moe else 0.0
+        emb_bytes = 0.0 if model.tie_word_embeddings else model.vocab_size * model.hidden_size * 2.0
+        if get_quant(quant).embeddings_quantized:
+            emb_bytes *= get_quant(quant).bits_per_weight / 16
+        rest = max(total - experts - emb_bytes, 0.0)  # the input embedding table is looked up, not streamed
+        self.dense_read_bytes = rest if adp else rest / t
+        self.moe_layers = model.moe_layers or (model.layers if model.is_moe else 0)
+        per_expert = experts / (model.experts * self.moe_layers) if model.is_moe and self.moe_layers else 0.0
+        self.expert_layer_bytes = self.moe_layers * per_expert / t  # per distinct expert routed to, all MoE layers
+        self.experts, self.top_k = model.experts, max(model.experts_per_token, 1)
+        layer_kv = kv_layer_bytes_per_token(model, kv_dtype)
+        share = 1.0 if adp else kv_share_per_gpu(model, shape.tensor_parallel, shape.pipeline_parallel)
+        share *= shape.pipeline_parallel  # a step passes every stage: latency counts the whole model
+        self.kv_full = model.full_attention_layers * layer_kv * share
+        window_layers = model.layers - model.full_attention_layers
+        self.kv_window = window_layers * layer_kv * share
+        self.window = model.sliding_window
+        emb_params = 0.0 if model.tie_word_embeddings else float(model.vocab_size * model.hidden_size)
+        self.gemm_flops_per_token = 2.0 * max(model.active_params - emb_params, 0.0) / t
+        if model.kv_kind == "mla":
+            pair = model.attention_heads * (4 * model.kv_lora_rank + 2 * model.qk_rope_head_dim)
+        else:
+            pair = 4 * model.attention_heads * model.head_dim
+        self.attn_full = model.full_attention_layers * pair / (1 if adp else t)
+        self.attn_window = window_layers * pair / (1 if adp else t)
+        self.mem_s = 1.0 / r.mem_bytes_s
+        self.gemm_s = 1.0 / r.gemm_flop_s
+        self.attn_s = 1.0 / r.attn_flop_s
+        link = r.link_bytes_s if t <= r.nvlink_domain else min(r.link_bytes_s or math.inf, inter_node_bytes_s())
+        self.comm_s = 1.0 / link if link > 0 else 0.0
+        hidden = model.hidden_size or model.attention_heads * model.head_dim
+        if t == 1:
+            self.comm_bytes_per_token, self.collectives = 0.0, 0.0
+        elif adp:  # experts' all-to-all: dispatch and combine k copies of each token's hidden state
+            self.comm_bytes_per_token = 2.0 * self.top_k * hidden * ACTIVATION_BYTES * (t - 1) / t
+            self.collectives = 2.0 * self.moe_layers
+        else:  # two ring all-reduces per layer
+            self.comm_bytes_per_token = 2.0 * model.layers * hidden * ACTIVATION_BYTES * 2.0 * (t - 1) / t
+            self.collectives = 2.0 * model.layers
+        self.layers = float(model.layers)
+        self.hops = self.collectives * math.log2(t) if t > 1 else 0.0
+        self.routed_per_token = self.top_k * self.moe_layers / t if model.is_moe else 0.0
+        self.draft_share = draft_share  # a draft model's step as a share of the target's weight reads
+
+    def distinct_experts(self, tokens: float) -> float:
+        """Expected experts a step's `tokens` route to in one layer (uniform routing)."""
+        if not self.experts or tokens <= 0:
+            return 0.0
+        return float(self.experts * (1.0 - (1.0 - self.top_k / self.experts) ** tokens))
+
+    def features(
+        self,
+        decode_seqs: float,
+        decode_ctx: float,
+        prefill_tokens: float = 0.0,
+        prefill_pairs: float = 0.0,
+        prefill_ctx: float = 0.0,
+        prefill_seqs: float = 0.0,
+        tokens_per_decode: float = 1.0,
+    ) -> tuple[float, ...]:
+        """The feature vector of one step (see FEATURES), for the whole replica's batch.
+
+        `decode_ctx` sums the context of the decoding sequences; `prefill_pairs` sums, over the prefill chunks,
+        new tokens x (earlier context + half the chunk) (the causal attention pairs); `prefill_ctx` the context
+        the chunks attend to.
+        """
+        ranks = self.ranks
+        tokens = decode_seqs * tokens_per_decode + prefill_tokens
+        weights = self.dense_read_bytes + self.expert_layer_bytes * self.distinct_experts(tokens)
+        capped = decode_ctx  # the context windowed layers read: at most the window per sequence
+        if self.window and decode_seqs:
+            capped = decode_seqs * min(decode_ctx / decode_seqs, self.window)
+        kv_bytes = (self.kv_full * (decode_ctx + prefill_ctx) + self.kv_window * (capped + prefill_ctx)) / ranks
+        kv = kv_bytes * self.mem_s
+        mem = weights * self.mem_s + kv
+        pairs = decode_ctx * tokens_per_decode + prefill_pairs
+        window_pairs = capped * tokens_per_decode + prefill_pairs
+        compute = tokens * self.gemm_flops_per_token * self.gemm_s
+        compute += (self.attn_full * pairs + self.attn_window * window_pairs) * self.attn_s / ranks
+        comm = tokens / ranks * self.comm_bytes_per_token * self.comm_s
+        draft = self.draft_share * weights * self.mem_s
+        seqs = (decode_seqs + prefill_seqs) / ranks
+        return (
+            max(mem, compute) + draft,
+            min(mem, compute),
+            kv,
+            comm,
+            self.collectives,
+            self.hops,
+            1.0,
+            self.layers,
+            seqs,
+            tokens / ranks,
+            tokens * self.routed_per_token,
+        )

@@ -1,0 +1,156 @@
+"""The public measurements the step model is fitted and validated on, read into catalog terms."""
+
+import csv
+import math
+import tomllib
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from perf.features import ReplicaShape
+from selector.models import load_models
+
+DATA = Path(__file__).parent / "data"
+FITSET_TOML = DATA / "fitset.toml"
+
+
+class Point(BaseModel):
+    """One measured closed-loop operating point: a deployment, request lengths, concurrency, TTFT and TPOT."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str  # 'aiconfigurator' or 'published'
+    row_id: str
+    model: str
+    gpu: str
+    engine: str
+    engine_version: str
+    quant: str
+    shape: ReplicaShape
+    input_tokens: int
+    output_tokens: int
+    concurrency: int | None  # None: the maximum-throughput ('max load') rows
+    ttft_ms: float | None
+    tpot_ms: float | None
+    output_tok_s: float | None = None
+
+    @property
+    def kv_dtype(self) -> str:
+        """The KV cache the benchmark ran with: FP8 beside FP8 and FP4 weights (aiconfigurator's default)."""
+        return "fp8" if self.source == "aiconfigurator" and self.quant in {"fp8", "nvfp4"} else "auto"
+
+    @property
+    def group(self) -> str:
+        """The held-out unit: one (model, GPU, engine)."""
+        return f"{self.model} | {self.gpu} | {self.engine}"
+
+    @property
+    def measured_tok_s(self) -> float | None:
+        """Output tokens/s: as published, else from closed-loop TTFT and TPOT (concurrency x OSL / E2E)."""
+        if self.output_tok_s is not None:
+            return self.output_tok_s
+        if self.ttft_ms is None or self.tpot_ms is None or not self.concurrency:
+            return None
+        e2e_ms = self.ttft_ms + (self.output_tokens - 1) * self.tpot_ms
+        return self.concurrency * self.output_tokens / e2e_ms * 1000.0
+
+
+@cache
+def fitset_config() -> dict[str, object]:
+    """perf/data/fitset.toml, as read."""
+    with FITSET_TOML.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def _section(name: str) -> dict[str, object]:
+    section = fitset_config()[name]
+    assert isinstance(section, dict)
+    return section
+
+
+def _num(value: str) -> float | None:
+    return float(value) if value not in ("", None) else None
+
+
+def _aiconfigurator() -> tuple[list[Point], dict[str, int]]:
+    cfg = _section("aiconfigurator")
+    systems, backends, models, quants = (cfg[k] for k in ("systems", "backends", "models", "quant"))
+    assert isinstance(systems, dict) and isinstance(backends, dict)
+    assert isinstance(models, dict) and isinstance(quants, dict)
+    points, left_out = [], dict[str, int]()
+    known = {m.id for m in load_models()}
+    with (DATA / str(cfg["file"])).open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            reason = ""
+            if row["mode"] != cfg["mode"]:
+                reason = "disaggregated serving"
+            elif row["model_path"] not in models:
+                reason = f"model {row['model_path']} left out"
+            elif str(models[row["model_path"]]) not in known:
+                reason = f"model {models[row['model_path']]} not in the catalog"
+            elif row["system"] not in systems:
+                reason = f"system {row['system']} not in the catalog"
+            if reason:
+                left_out[reason] = left_out.get(reason, 0) + 1
+                continue
+            tp = int(float(row["tp_size"] or 1))
+            adp = int(float(row["attention_dp_size"] or 1) or 1)
+            ep = int(float(row["moe_ep_size"] or 1) or 1)
+            gpus = tp * adp
+            shape = ReplicaShape(tensor_parallel=gpus, attention_data_parallel=adp > 1, expert_parallel=ep > 1)
+            points.append(
+                Point(
+                    source="aiconfigurator",
+                    row_id=row["id"],
+                    model=str(models[row["model_path"]]),
+                    gpu=str(systems[row["system"]]),
+                    engine=str(backends[row["backend"]]),
+                    engine_version=row["backend_version"],
+                    quant=str(quants[row["gemm_quant_mode"]]),
+                    shape=shape,
+                    input_tokens=int(row["isl"]),
+                    output_tokens=int(row["osl"]),
+                    concurrency=int(float(row["batch_size"])),
+                    ttft_ms=_num(row["silicon_ttft_ms"]),
+                    tpot_ms=_num(row["silicon_tpot_ms"]),
+                )
+            )
+    return points, left_out
+
+
+def _published() -> list[Point]:
+    path = DATA / str(_section("published")["file"])
+    if not path.exists():
+        return []
+    points = []
+    with path.open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(line for line in handle if not line.startswith("#")):
+            conc = row["concurrency"].strip()
+            points.append(
+                Point(
+                    source="published",
+                    row_id=row["id"],
+                    model=row["model"],
+                    gpu=row["gpu"],
+                    engine=row["engine"],
+                    engine_version=row["engine_version"],
+                    quant=row["quant"],
+                    shape=ReplicaShape(tensor_parallel=int(row["gpus"] or 1)),
+                    input_tokens=int(row["input_tokens"]),
+                    output_tokens=int(row["output_tokens"]),
+                    concurrency=None if conc == "max" else int(conc),
+                    ttft_ms=_num(row["ttft_ms"]),
+                    tpot_ms=_num(row["tpot_ms"]),
+                    output_tok_s=_num(row["output_tok_s"]),
+                )
+            )
+    return points
+
+
+@cache
+def load_points() -> tuple[tuple[Point, ...], tuple[tuple[str, int], ...]]:
+    """Every usable point (aiconfigurator first, then the published ones) and the counts left out, by reason."""
+    ai, left_out = _aiconfigurator()
+    points = [p for p in ai if p.ttft_ms is not None and p.tpot_ms is not None and math.isfinite(p.tpot_ms)]
+    return tuple(points + _published()), tuple(sorted(left_out.items()))

@@ -1,0 +1,74 @@
+"""The feature sums behind each measured point: its closed loop simulated once, with the clock kept as features."""
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+
+from catalog import find_gpu
+from perf.features import FEATURES
+from perf.fitset import Point
+from perf.hardware import model_facts
+from perf.replica import replica_engine
+from perf.simulate import Workload, closed_loop
+from selector.models import find_model
+
+Vector = npt.NDArray[np.float64]
+
+
+class PointFeatures(BaseModel):
+    """Mean TTFT and TPOT of a point's simulated requests, as feature sums (time = theta . these)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    ttft: tuple[float, ...]
+    tpot: tuple[float, ...]
+    preemptions: int
+
+
+def _fit_int(key: str) -> int:
+    value = model_facts()["fit"][key]
+    assert isinstance(value, int)
+    return value
+
+
+def point_features(point: Point) -> PointFeatures | None:
+    """The point's feature sums, or None when it has no closed-loop concurrency or no room for one request."""
+    if not point.concurrency:
+        return None
+    model, gpu = find_model(point.model), find_gpu(point.gpu)
+    context = point.input_tokens + point.output_tokens
+    engine = replica_engine(
+        model,
+        gpu,
+        quant=point.quant,
+        kv_dtype=point.kv_dtype,
+        shape=point.shape,
+        theta=(1.0,) * len(FEATURES),
+        max_seqs=max(_fit_int("default_max_num_seqs"), point.concurrency),
+        budget_tokens=_fit_int("default_max_num_batched_tokens"),
+        context=context,
+    )
+    if engine.kv_capacity_tokens < context:
+        return None
+    c = point.concurrency
+    waves = _fit_int("waves")
+    outcome = closed_loop(engine, Workload(point.input_tokens, point.output_tokens), c, c * waves, collect=True)
+    ttft = np.zeros(len(FEATURES))
+    tpot = np.zeros(len(FEATURES))
+    per_token = max(point.output_tokens - 1, 1)
+    for r in outcome.requests:  # every request counts, the first wave (all arriving at once) too, as in a probe
+        assert r.phi_arrival is not None and r.phi_first is not None and r.phi_finish is not None
+        ttft += r.phi_first - r.phi_arrival
+        tpot += (r.phi_finish - r.phi_first) / per_token
+    n = len(outcome.requests)
+    return PointFeatures(
+        ttft=tuple(float(v) for v in ttft / n),
+        tpot=tuple(float(v) for v in tpot / n),
+        preemptions=outcome.preemptions,
+    )
+
+
+def is_finite(values: tuple[float, ...]) -> bool:
+    return all(math.isfinite(v) for v in values)

@@ -1,0 +1,157 @@
+"""What a performance estimate returns: per-level latencies and throughput, the SLO operating point, band and basis."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from perf.inputs import PerfRequest
+
+BasisKind = Literal["datasheet", "fitted", "calibrated"]
+
+
+class Percentiles(BaseModel):
+    """Latency percentiles in milliseconds (p99 is None where the issue asks only for p50)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    p50: float
+    p99: float | None = None
+
+
+class LevelEstimate(BaseModel):
+    """One simulated load level, per replica: closed-loop `concurrency` or Poisson `request_rate_rps`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    concurrency: int | None
+    request_rate_rps: float | None = None
+    output_tok_s: float
+    req_s: float
+    ttft_ms: Percentiles
+    tpot_ms: Percentiles
+    e2e_ms: Percentiles
+    mean_running: float  # sequences in flight on average (Little's law: req_s x E2E)
+    preemptions: int
+    meets_slo: bool
+
+
+class Band(BaseModel):
+    """Where the measured value fell relative to the estimate for held-out configurations like this one.
+
+    `low_ratio` and `high_ratio` are the 10th and 90th percentiles of measured / estimated throughput over the
+    held-out groups in `group` (so 8 in 10 measurements fell inside); `groups` counts them.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    low_ratio: float
+    high_ratio: float
+    group: str
+    groups: int
+
+
+class Basis(BaseModel):
+    """What an estimate rests on: datasheet figures only, coefficients fitted on public data, or a probe run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: BasisKind
+    text: str
+    run_ids: tuple[int, ...] = ()
+
+
+class Layout(BaseModel):
+    """How one replica is laid out, as the advisor chose it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus: int
+    tensor_parallel: int
+    pipeline_parallel: int = 1
+    expert_parallel: bool = False
+    attention_data_parallel: bool = False
+    replicas: int = 1
+
+
+class Estimate(BaseModel):
+    """The whole estimate for one configuration. Figures are per replica (one model copy)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request: PerfRequest
+    gpu_id: str
+    gpu_name: str
+    model_id: str
+    model_name: str
+    engine: str
+    quant: str
+    kv_cache_dtype: str
+    layout: Layout
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_capacity_tokens: int
+    levels: tuple[LevelEstimate, ...]
+    max_output_tok_s: float
+    max_throughput_concurrency: int
+    best_concurrency_within_slo: int | None
+    best_request_rate_within_slo_rps: float | None
+    slo_level: LevelEstimate | None = None  # the level at best_concurrency_within_slo
+    band: Band
+    basis: Basis
+    notes: tuple[str, ...] = ()
+
+    def to_json_dict(self) -> dict[str, object]:
+        """The CLI's --json object (the keys are a contract)."""
+        return {
+            "gpu": self.gpu_id,
+            "gpus": self.layout.gpus,
+            "model": self.model_id,
+            "engine": self.engine,
+            "quant": self.quant,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "input_tokens": self.request.input_tokens,
+            "output_tokens": self.request.output_tokens,
+            "layout": self.layout.model_dump(),
+            "max_num_seqs": self.max_num_seqs,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "levels": [level.model_dump() for level in self.levels],
+            "max_output_tok_s": self.max_output_tok_s,
+            "max_throughput_concurrency": self.max_throughput_concurrency,
+            "best_concurrency_within_slo": self.best_concurrency_within_slo,
+            "best_request_rate_within_slo_rps": self.best_request_rate_within_slo_rps,
+            "slo_level": self.slo_level.model_dump() if self.slo_level else None,
+            "slo": self.request.slo.model_dump(),
+            "band": self.band.model_dump(),
+            "basis": self.basis.model_dump(),
+            "estimate": True,
+            "notes": list(self.notes),
+        }
+
+
+class MeasuredLevel(BaseModel):
+    """One level of a stored probe run, as calibration needs it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    concurrency: int | None
+    request_rate_rps: float | None = None
+    input_tokens: float
+    output_tokens: float
+    ttft_p50_ms: float | None
+    tpot_p50_ms: float | None
+    output_tok_s: float | None
+
+
+class Calibration(BaseModel):
+    """A stored probe run of a known configuration: its id and measured levels."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: int
+    gpu: str
+    gpus: int
+    model: str
+    engine: str
+    quant: str
+    levels: tuple[MeasuredLevel, ...]

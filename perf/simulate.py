@@ -1,0 +1,329 @@
+"""A continuous-batching engine, simulated step by step: sequence limit, chunked-prefill budget, KV capacity.
+
+Each step serves the running decodes first (one token each, or a speculative step's accepted tokens), then the
+prefills already under way, then admits waiting requests first come, first served, while the token budget, the
+sequence limit and the KV cache allow. When the cache cannot hold the next decode tokens, the newest decoding
+sequence is preempted and recomputed later (vLLM's default). Stretches of pure decode between events are
+advanced in one jump, so a level costs a few thousand events, not one per token.
+
+The clock is theta . features: in fitting mode the simulator also sums the feature vectors, so any request's
+TTFT or TPOT is a linear function of theta (closed-loop schedules do not depend on time).
+"""
+
+import heapq
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from perf.errors import PerfError
+from perf.features import FEATURES, StepCost
+
+Vector = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The scheduler's limits and the cost of a step."""
+
+    cost: StepCost
+    theta: tuple[float, ...]
+    max_seqs: int
+    budget_tokens: int
+    kv_capacity_tokens: int
+    accepted_per_step: float = 1.0  # output tokens a decode step yields (speculation: the expected accepted length)
+    computed_per_step: float = 1.0  # tokens a decode step computes per sequence (speculation: drafts + 1)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Identical requests: prompt tokens (of which `cached_tokens` hit the prefix cache) and output tokens."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+
+
+@dataclass(slots=True)
+class Request:
+    """One simulated request and its timeline (seconds, plus feature sums when fitting)."""
+
+    index: int
+    arrival: float
+    context: float  # tokens in the KV cache once prefilled (cached prefix included)
+    to_prefill: float  # tokens still to compute before the next token can come out
+    decode_steps: int  # decode steps still to run after the first token
+    first: float = math.nan
+    finish: float = math.nan
+    phi_arrival: Vector | None = None
+    phi_first: Vector | None = None
+    phi_finish: Vector | None = None
+    prefilled: float = 0.0  # of the current prefill pass
+
+
+@dataclass
+class Outcome:
+    """Every request's timeline, the preemptions and the span of the run."""
+
+    requests: list[Request]
+    preemptions: int
+    span_s: float
+    theta: tuple[float, ...] = field(default=())
+
+
+def _decode_steps(workload: Workload, accepted: float) -> int:
+    return math.ceil(max(workload.output_tokens - 1, 0) / accepted)
+
+
+class _Sim:
+    def __init__(self, engine: Engine, workload: Workload, collect: bool) -> None:
+        self.e, self.w, self.collect = engine, workload, collect
+        self.theta = np.asarray(engine.theta, dtype=np.float64)
+        self.time = 0.0
+        self.phi: Vector = np.zeros(len(FEATURES)) if collect else np.zeros(0)
+        self.waiting: deque[Request] = deque()
+        self.prefilling: list[Request] = []
+        self.heap: list[tuple[int, int, Request]] = []  # (finish step, join order, request)
+        self.joined: list[tuple[int, Request]] = []  # decoders in join order (for preemption), stale ones skipped
+        self.join_order: dict[int, int] = {}  # the current join of each decoding request
+        self.join_step: dict[int, int] = {}
+        self.join_ctx: dict[int, float] = {}
+        self.step_no = 0
+        self.n_dec = 0
+        self.ctx_dec = 0.0
+        self.used = 0.0
+        self.preemptions = 0
+        self.done: list[Request] = []
+        self.order = 0
+
+    # -- the clock ---------------------------------------------------------------------------------------------
+    def _advance(self, feats: tuple[float, ...], steps: int = 1) -> None:
+        vec = np.asarray(feats, dtype=np.float64)
+        self.time += steps * float(self.theta @ vec)
+        if self.collect:
+            self.phi += steps * vec
+
+    def _mark(self) -> Vector | None:
+        return self.phi.copy() if self.collect else None
+
+    # -- requests ----------------------------------------------------------------------------------------------
+    def new_request(self, index: int, arrival: float) -> Request:
+        w = self.w
+        return Request(
+            index=index,
+            arrival=arrival,
+            context=float(w.input_tokens),
+            to_prefill=float(w.input_tokens - w.cached_tokens),
+            decode_steps=_decode_steps(w, self.e.accepted_per_step),
+            phi_arrival=self._mark(),
+        )
+
+    def _ctx_of(self, r: Request) -> float:
+        return self.join_ctx[r.index] + self.e.accepted_per_step * (self.step_no - self.join_step[r.index])
+
+    def _join(self, r: Request) -> None:
+        self.order += 1
+        self.join_order[r.index] = self.order
+        self.join_step[r.index] = self.step_no
+        self.join_ctx[r.index] = r.context
+        heapq.heappush(self.heap, (self.step_no + r.decode_steps, self.order, r))
+        self.joined.append((self.order, r))
+        self.n_dec += 1
+        self.ctx_dec += r.context
+
+    def _finish(self, r: Request) -> None:
+        r.finish = self.time
+        r.phi_finish = self._mark()
+        self.done.append(r)
+
+    def _pop_finished(self) -> list[Request]:
+        out = []
+        while self.heap and self.heap[0][0] <= self.step_no:
+            _, order, r = heapq.heappop(self.heap)
+            if self.join_order.get(r.index) != order:
+                continue
+            ctx = self._ctx_of(r)
+            del self.join_order[r.index]
+            self.n_dec -= 1
+            self.ctx_dec -= ctx
+            self.used -= ctx
+            r.decode_steps = 0
+            self._finish(r)
+            out.append(r)
+        if not self.n_dec:
+            self.ctx_dec = 0.0
+        return out
+
+    def _preempt_for(self, growth: float) -> None:
+        """Preempt the newest decoders until the cache can take `growth` more tokens."""
+        while self.n_dec and self.used + growth * self.n_dec > self.e.kv_capacity_tokens:
+            order, r = self.joined.pop()
+            if self.join_order.get(r.index) != order:
+                continue
+            ctx = self._ctx_of(r)
+            steps_run = self.step_no - self.join_step[r.index]
+            del self.join_order[r.index]
+            self.n_dec -= 1
+            self.ctx_dec -= ctx
+            self.used -= ctx
+            r.decode_steps -= steps_run
+            r.context = ctx
+            r.to_prefill = ctx  # recompute: prompt and the tokens generated so far
+            r.prefilled = 0.0
+            self.preemptions += 1
+            self.waiting.appendleft(r)
+
+    # -- one step or one jump ------------------------------------------------------------------------------------
+    def step(self, next_arrival: float) -> list[Request]:
+        """Run one mixed step or one decode jump; returns the requests that finished."""
+        e = self.e
+        if self.n_dec:
+            self._preempt_for(e.accepted_per_step)
+        budget = e.budget_tokens - self.n_dec * e.computed_per_step
+        chunks: list[tuple[Request, float]] = []
+        for r in self.prefilling:
+            if budget <= 0:
+                break
+            take = min(r.to_prefill - r.prefilled, budget)
+            chunks.append((r, take))
+            budget -= take
+        seats = e.max_seqs - self.n_dec - len(self.prefilling)
+        while self.waiting and budget > 0 and seats > 0:
+            r = self.waiting[0]
+            take = min(r.to_prefill, budget)
+            if self.used + r.to_prefill + (r.context - r.to_prefill) > e.kv_capacity_tokens and (
+                self.n_dec or self.prefilling
+            ):
+                break
+            self.waiting.popleft()
+            self.prefilling.append(r)
+            self.used += r.context - r.to_prefill  # the cached prefix is already resident
+            chunks.append((r, take))
+            budget -= take
+            seats -= 1
+        if chunks:
+            return self._mixed_step(chunks)
+        if self.n_dec:
+            return self._decode_jump(next_arrival)
+        return []
+
+    def _mixed_step(self, chunks: list[tuple[Request, float]]) -> list[Request]:
+        e = self.e
+        tokens = pairs = pctx = 0.0
+        for r, take in chunks:
+            before = r.context - r.to_prefill + r.prefilled
+            tokens += take
+            pairs += take * (before + take / 2)
+            pctx += before
+        self._advance(e.cost.features(self.n_dec, self.ctx_dec, tokens, pairs, pctx, len(chunks), e.computed_per_step))
+        if self.n_dec:
+            self.step_no += 1
+            grow = self.n_dec * e.accepted_per_step
+            self.ctx_dec += grow
+            self.used += grow
+        finished = self._pop_finished()
+        for r, take in chunks:
+            r.prefilled += take
+            self.used += take
+            if r.prefilled < r.to_prefill:
+                continue
+            self.prefilling.remove(r)
+            r.to_prefill = r.prefilled = 0.0
+            if math.isnan(r.first):
+                r.first = self.time
+                r.phi_first = self._mark()
+            if r.decode_steps <= 0:
+                self.used -= r.context
+                self._finish(r)
+                finished.append(r)
+            else:
+                self._join(r)
+        return finished
+
+    def _decode_jump(self, next_arrival: float) -> list[Request]:
+        e = self.e
+        k = max(self.heap[0][0] - self.step_no, 1)
+        growth = self.n_dec * e.accepted_per_step
+        room = math.floor((e.kv_capacity_tokens - self.used) / growth) if growth else k
+        k = max(1, min(k, room))
+        cost = e.cost
+        if next_arrival < math.inf and self.waiting == deque() and self._could_admit():
+            first = float(self.theta @ np.asarray(cost.features(self.n_dec, self.ctx_dec, 0, 0, 0, 0, 1.0)))
+            last_ctx = self.ctx_dec + growth * (k - 1)
+            last = float(self.theta @ np.asarray(cost.features(self.n_dec, last_ctx, 0, 0, 0, 0, 1.0)))
+            k = min(k, _steps_to_reach(next_arrival - self.time, first, last, k))
+        mid = self.ctx_dec + growth * (k - 1) / 2
+        self._advance(cost.features(self.n_dec, mid, 0.0, 0.0, 0.0, 0.0, e.computed_per_step), k)
+        self.step_no += k
+        self.ctx_dec += growth * k
+        self.used += growth * k
+        return self._pop_finished()
+
+    def _could_admit(self) -> bool:
+        return self.n_dec + len(self.prefilling) < self.e.max_seqs
+
+
+def _steps_to_reach(gap: float, first: float, last: float, k: int) -> int:
+    """The fewest steps (at most k) whose time, rising linearly from `first` to `last`, covers `gap` seconds."""
+    if gap <= 0:
+        return 1
+    slope = (last - first) / (k - 1) if k > 1 else 0.0
+    if slope <= 1e-15:
+        return max(1, min(k, math.ceil(gap / first))) if first > 0 else k
+    # j * first + slope * j (j - 1) / 2 >= gap
+    a, b = slope / 2, first - slope / 2
+    j = (-b + math.sqrt(b * b + 4 * a * gap)) / (2 * a)
+    return max(1, min(k, math.ceil(j)))
+
+
+def _check(engine: Engine, workload: Workload) -> None:
+    if engine.kv_capacity_tokens < workload.input_tokens + workload.output_tokens:
+        raise PerfError(
+            f"one request of {workload.input_tokens} + {workload.output_tokens} tokens does not fit the KV cache "
+            f"({engine.kv_capacity_tokens:,} tokens): shorten the request or add GPUs"
+        )
+
+
+def closed_loop(
+    engine: Engine, workload: Workload, concurrency: int, requests: int, *, collect: bool = False
+) -> Outcome:
+    """`concurrency` users, each sending its next request when the last one ends, until `requests` are done."""
+    _check(engine, workload)
+    sim = _Sim(engine, workload, collect)
+    issued = 0
+    for _ in range(min(concurrency, requests)):
+        sim.waiting.append(sim.new_request(issued, 0.0))
+        issued += 1
+    while len(sim.done) < requests:
+        finished = sim.step(math.inf)
+        if not finished and not (sim.n_dec or sim.prefilling or sim.waiting):
+            raise PerfError("the simulation stalled: nothing running and nothing waiting")  # pragma: no cover
+        for _ in finished:
+            if issued < requests:
+                sim.waiting.append(sim.new_request(issued, sim.time))
+                issued += 1
+    return Outcome(requests=sim.done, preemptions=sim.preemptions, span_s=sim.time, theta=engine.theta)
+
+
+def poisson(engine: Engine, workload: Workload, rate_rps: float, requests: int, seed: int) -> Outcome:
+    """Requests arriving at random (exponential gaps, mean 1/rate), from a seeded generator."""
+    _check(engine, workload)
+    rng = random.Random(seed)
+    arrivals, t = [], 0.0
+    for _ in range(requests):
+        t += rng.expovariate(rate_rps)
+        arrivals.append(t)
+    sim = _Sim(engine, workload, collect=False)
+    nxt = 0
+    while len(sim.done) < requests:
+        while nxt < requests and arrivals[nxt] <= sim.time:
+            sim.waiting.append(sim.new_request(nxt, arrivals[nxt]))
+            nxt += 1
+        if not (sim.n_dec or sim.prefilling or sim.waiting):
+            sim.time = arrivals[nxt]  # idle until the next arrival
+            continue
+        sim.step(arrivals[nxt] if nxt < requests else math.inf)
+    return Outcome(requests=sim.done, preemptions=sim.preemptions, span_s=sim.time - arrivals[0], theta=engine.theta)

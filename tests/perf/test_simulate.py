@@ -1,0 +1,101 @@
+"""The batching simulation against cases worked out by hand."""
+
+import math
+
+import pytest
+
+from catalog import find_gpu
+from perf.features import FEATURES, ReplicaShape, StepCost
+from perf.simulate import Engine, Workload, closed_loop, poisson
+from selector import find_model
+
+THETA = tuple(1.0 if name in {"roof", "step"} else 0.0 for name in FEATURES)
+STEP_S = 1e-3
+
+
+def engine(max_seqs: int = 64, budget: int = 8192, capacity: int = 10**7) -> Engine:
+    cost = StepCost(find_model("llama3.1-8b"), find_gpu("H100"), "bf16", "auto", ReplicaShape())
+    theta = tuple(STEP_S if name == "step" else t for name, t in zip(FEATURES, THETA, strict=True))
+    return Engine(cost=cost, theta=theta, max_seqs=max_seqs, budget_tokens=budget, kv_capacity_tokens=capacity)
+
+
+def step_s(e: Engine, *features: float) -> float:
+    return sum(t * f for t, f in zip(e.theta, e.cost.features(*features), strict=True))
+
+
+def test_one_request_ttft_is_its_prefill_time() -> None:
+    e = engine()
+    outcome = closed_loop(e, Workload(1000, 50), 1, 1)
+    [r] = outcome.requests
+    prefill = step_s(e, 0, 0, 1000, 1000 * 500, 0, 1)
+    assert r.first - r.arrival == pytest.approx(prefill, rel=1e-9)
+
+
+def test_a_long_prompt_is_prefilled_in_budget_sized_chunks() -> None:
+    e = engine(budget=512)
+    [r] = closed_loop(e, Workload(1200, 2), 1, 1).requests
+    chunks = [(0, 512), (512, 512), (1024, 176)]
+    expected = sum(step_s(e, 0, 0, n, n * (before + n / 2), before, 1) for before, n in chunks)
+    assert r.first - r.arrival == pytest.approx(expected, rel=1e-9)
+
+
+def test_decode_steps_follow_the_prefill_one_per_token() -> None:
+    e = engine()
+    [r] = closed_loop(e, Workload(100, 11), 1, 1).requests
+    decode = sum(step_s(e, 1, 100 + i) for i in range(10))
+    assert r.finish - r.first == pytest.approx(decode, rel=1e-6)
+
+
+def test_throughput_flattens_once_the_sequence_limit_binds() -> None:
+    e = engine(max_seqs=8)
+    w = Workload(200, 100)
+
+    def tok_s(c: int) -> float:
+        out = closed_loop(e, w, c, 6 * c)
+        return len(out.requests) * w.output_tokens / out.span_s
+
+    t8, t16, t64 = tok_s(8), tok_s(16), tok_s(64)
+    assert t8 > 1.5 * tok_s(2)
+    assert t16 == pytest.approx(t8, rel=0.05) and t64 == pytest.approx(t8, rel=0.05)
+
+
+def test_littles_law_in_a_closed_loop() -> None:
+    e = engine()
+    c = 12
+    out = closed_loop(e, Workload(300, 80), c, 40 * c)
+    mean_e2e = sum(r.finish - r.arrival for r in out.requests) / len(out.requests)
+    assert len(out.requests) / out.span_s == pytest.approx(c / mean_e2e, rel=0.05)
+
+
+def test_poisson_below_capacity_serves_the_offered_rate_and_obeys_littles_law() -> None:
+    e = engine()
+    rate = 5.0
+    out = poisson(e, Workload(300, 80), rate, 2000, seed=7)
+    span = max(r.finish for r in out.requests) - min(r.arrival for r in out.requests)
+    assert len(out.requests) / span == pytest.approx(rate, rel=0.1)
+    # L = lambda W: the time-average number in the system, swept over events, against rate x mean latency
+    events = sorted([(r.arrival, 1) for r in out.requests] + [(r.finish, -1) for r in out.requests])
+    area, inside, last = 0.0, 0, events[0][0]
+    for t, delta in events:
+        area += inside * (t - last)
+        inside, last = inside + delta, t
+    mean_e2e = sum(r.finish - r.arrival for r in out.requests) / len(out.requests)
+    assert area / span == pytest.approx(len(out.requests) / span * mean_e2e, rel=0.02)
+
+
+def test_a_full_kv_cache_preempts_and_every_request_still_finishes() -> None:
+    e = engine(capacity=4 * 600)
+    out = closed_loop(e, Workload(500, 100), 8, 32)
+    assert out.preemptions > 0
+    assert len(out.requests) == 32 and all(math.isfinite(r.finish) for r in out.requests)
+
+
+def test_queueing_makes_ttft_grow_with_concurrency_under_a_sequence_limit() -> None:
+    e = engine(max_seqs=4)
+    w = Workload(500, 100)
+
+    def median_ttft(c: int) -> float:
+        ttft = sorted(r.first - r.arrival for r in closed_loop(e, w, c, 5 * c).requests)
+        return ttft[len(ttft) // 2]
+
+    assert median_ttft(16) > 5 * median_ttft(4)
