@@ -137,7 +137,7 @@ def main() -> int:
         for key, b in coefficients.bands.items()
     )
     left_out = "\n".join(f"- {reason}: {count} rows" for reason, count in coefficients.left_out.items())
-    gm = np.median(np.array(group_medians), axis=0)
+    gm = np.nanmedian(np.array(group_medians), axis=0)
     doc = TEMPLATE.format(
         points=len(predictions),
         groups=len(by_group),
@@ -146,6 +146,8 @@ def main() -> int:
         ttft=ttft,
         g_tpot=gm[0],
         g_tok=gm[1],
+        a_tpot=coefficients.held_out_median_ape["tpot_new_architecture"],
+        a_tok=coefficients.held_out_median_ape["output_tok_s_new_architecture"],
         target=TARGET,
         families=families,
         bands=bands,
@@ -189,7 +191,8 @@ a basis (datasheet, fitted, or calibrated by a probe run).
    without it, and its points predicted. Output tokens/s is `concurrency x output tokens / (TTFT + (output - 1) x
    TPOT)` for both the measured and the predicted point. The band of an estimate is the 10th-90th percentile of
    measured / estimated tokens/s over the held-out groups closest to it (same engine and GPU architecture, else
-   the engine, else everything, needing at least 5 groups).
+   the engine, else everything, needing at least 5 groups; for a GPU architecture outside the fit set, the
+   architecture-held-out error below).
 
 Fit set: {fit_set}; plus `perf/data/published_points.csv`. Left out:
 {left_out}
@@ -199,6 +202,9 @@ Fit set: {fit_set}; plus `perf/data/published_points.csv`. Left out:
   **output tokens/s {tok_s:.1%}** (target: at most {target:.0%} for both), TTFT {ttft:.1%} (reported, not a
   target).
 - Median over groups of each group's median error: TPOT {g_tpot:.1%}, output tokens/s {g_tok:.1%}.
+- Held out by GPU architecture (every point of one engine on one architecture at once, as for a GPU the fit has
+  never seen): TPOT {a_tpot:.1%}, output tokens/s {a_tok:.1%}. An estimate whose basis is `datasheet` (its GPU's
+  architecture has no public point for that engine) quotes its band from these.
 {handbook}
 
 ![predicted vs measured](perf-model-predicted-vs-measured.svg)

@@ -65,26 +65,36 @@ def _level(row: LevelRow) -> CalibrationLevel:
 
 
 def calibration_runs(
-    bind: Engine, /, *, gpu: str, gpus: int, model: str, engine: str, quant: str
+    bind: Engine,
+    /,
+    *,
+    gpu: str | None = None,
+    gpus: int | None = None,
+    model: str | None = None,
+    engine: str | None = None,
+    quant: str | None = None,
 ) -> list[CalibrationRun]:
     """The completed runs that measured exactly this deployment, newest first, each with its finished levels.
 
     `gpu`, `model`, `engine` and `quant` are catalog ids or names matched as the probe's settings match them
     ('H100', 'Qwen/Qwen2.5-7B-Instruct', 'trtllm'); an unknown name raises ValueError naming it. `gpus` is the
-    total GPU count of the deployment. Runs whose deployment is partly unknown, and levels where no request
+    total GPU count of the deployment. A filter left out matches any value (no filter at all: every completed run
+    whose deployment is known, as an estimate looking for its own configuration wants them). Runs whose deployment
+    is partly unknown, and levels where no request
     completed (and so runs without such a level), are left out: they cannot say how that deployment performs.
     """
     wanted = Deployment(gpu=gpu, gpu_count=gpus, model=model, engine=engine, quant=quant)
+    columns = (
+        (RunRow.deploy_gpu, wanted.gpu),
+        (RunRow.deploy_gpu_count, wanted.gpu_count),
+        (RunRow.deploy_model, wanted.model),
+        (RunRow.deploy_engine, wanted.engine),
+        (RunRow.deploy_quant, wanted.quant),
+    )
+    conditions = [column == value if value is not None else column.is_not(None) for column, value in columns]
     runs = (
         select(RunRow)
-        .where(
-            RunRow.status == RunStatus.COMPLETED.value,
-            RunRow.deploy_gpu == wanted.gpu,
-            RunRow.deploy_gpu_count == wanted.gpu_count,
-            RunRow.deploy_model == wanted.model,
-            RunRow.deploy_engine == wanted.engine,
-            RunRow.deploy_quant == wanted.quant,
-        )
+        .where(RunRow.status == RunStatus.COMPLETED.value, *conditions)
         .order_by(RunRow.started_at.desc(), RunRow.id)
     )
     with session_factory(bind)() as session:
@@ -117,11 +127,11 @@ def calibration_runs(
                 started_at=row.started_at if row.started_at.tzinfo else row.started_at.replace(tzinfo=UTC),
                 workload=row.workload,
                 max_tokens=settings.max_tokens,
-                gpu=str(wanted.gpu),
-                gpu_count=gpus,
-                model=str(wanted.model),
-                engine=str(wanted.engine),
-                quant=str(wanted.quant),
+                gpu=str(row.deploy_gpu),
+                gpu_count=int(row.deploy_gpu_count or 0),
+                model=str(row.deploy_model),
+                engine=str(row.deploy_engine),
+                quant=str(row.deploy_quant),
                 levels=tuple(by_run[row.id]),
             )
         )

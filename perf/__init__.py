@@ -1,7 +1,7 @@
 """How fast a configuration will run: a fitted step-time model and a continuous-batching simulation, no Streamlit."""
 
 from perf.errors import NoEstimateError, PerfError
-from perf.estimate import estimate, estimate_for_advice
+from perf.estimate import estimate
 from perf.inputs import ENGINE_FAMILIES, PerfRequest, Slo
 from perf.result import Band, Basis, Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Percentiles
 
@@ -20,5 +20,4 @@ __all__ = [
     "PerfRequest",
     "Slo",
     "estimate",
-    "estimate_for_advice",
 ]

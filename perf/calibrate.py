@@ -18,7 +18,7 @@ class Correction(BaseModel):
     ttft_scale: float  # multiplies reported TTFT after the step scale
     low_ratio: float
     high_ratio: float
-    run_ids: tuple[int, ...]
+    run_ids: tuple[str, ...]
     levels: int
 
 

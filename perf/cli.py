@@ -71,30 +71,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _calibration(path: str, request: PerfRequest) -> Calibration:
-    """A probe JSON file read as a calibration of the requested configuration."""
+def _calibration(path: str, request: PerfRequest, resolved: Estimate) -> Calibration:
+    """A probe JSON file (python -m probes --json) read as a calibration of the estimated configuration."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     levels = []
     for level in data.get("levels", []):
+        if not level.get("completed", 1):
+            continue
         levels.append(
             MeasuredLevel(
                 concurrency=level.get("concurrency"),
                 request_rate_rps=level.get("request_rate_rps"),
-                input_tokens=float(level.get("mean_input_tokens") or request.input_tokens),
-                output_tokens=float(level.get("mean_output_tokens") or request.output_tokens),
+                input_tokens=float(level.get("input_tokens_per_request") or request.input_tokens),
+                output_tokens=float(level.get("output_tokens_per_request") or request.output_tokens),
                 ttft_p50_ms=(level.get("ttft_ms") or {}).get("p50"),
                 tpot_p50_ms=(level.get("tpot_ms") or {}).get("p50"),
                 output_tok_s=level.get("output_tok_s"),
             )
         )
-    run_id = data.get("run_id") or 0
     return Calibration(
-        run_id=int(run_id) if str(run_id).isdigit() else 0,
-        gpu=request.gpu,
+        run_id=str(data.get("run_id") or Path(path).name),
+        gpu=resolved.gpu_id,
         gpus=request.gpus,
-        model=request.model,
-        engine=request.engine,
-        quant=request.quant,
+        model=resolved.model_id,
+        engine=resolved.engine,
+        quant=resolved.quant,
         levels=tuple(levels),
     )
 
@@ -151,8 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             acceptance_rate=args.acceptance_rate,
             slo=Slo(ttft_p50_ms=args.ttft_p50_ms, ttft_p99_ms=args.ttft_p99_ms, tpot_p50_ms=args.tpot_p50_ms),
         )
-        calibrations = [_calibration(path, request) for path in args.calibrate_from]
-        result = estimate(request, calibrations)
+        result = estimate(request)
+        if args.calibrate_from:  # the files measured this configuration: name it as the estimate resolved it
+            calibrations = [_calibration(path, request, result) for path in args.calibrate_from]
+            result = estimate(request, calibrations)
     except ValidationError as exc:
         for error in exc.errors():
             field = ".".join(str(p) for p in error["loc"]) or "input"

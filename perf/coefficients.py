@@ -15,10 +15,11 @@ from perf.fit import POOLED, Row, family_rows, fit_theta
 from perf.fitset import fitset_config, load_points
 from perf.hardware import model_facts
 from perf.pointfeatures import point_features
-from perf.validate import Prediction, leave_one_group_out, median_ape
+from perf.validate import Prediction, by_architecture, leave_one_group_out, median_ape
 
 COEFFICIENTS_JSON = Path(__file__).parent / "data" / "coefficients.json"
 FITTED_FAMILIES = ("vllm", "sglang", "tensorrt-llm")
+NEW_ARCH = "new-architecture"  # bands of GPUs whose architecture the fit never saw (held out by architecture)
 
 
 class BandStats(BaseModel):
@@ -67,12 +68,17 @@ def band_key(engine: str, arch: str | None = None) -> str:
     return f"{engine}|{arch}" if arch else engine
 
 
-def _bands(predictions: Sequence[Prediction]) -> dict[str, BandStats]:
+def _bands(predictions: Sequence[Prediction], *, new_architecture: bool = False) -> dict[str, BandStats]:
     keyed: dict[str, list[Prediction]] = {}
     for p in predictions:
         point = p.row.point
         arch = find_gpu(point.gpu).arch
-        for key in (band_key(point.engine, arch), band_key(point.engine), POOLED):
+        keys = (
+            (band_key(NEW_ARCH, point.engine), band_key(NEW_ARCH, POOLED))
+            if new_architecture
+            else (band_key(point.engine, arch), band_key(point.engine), POOLED)
+        )
+        for key in keys:
             keyed.setdefault(key, []).append(p)
     out = {}
     for key, preds in sorted(keyed.items()):
@@ -114,6 +120,8 @@ def build(rows: Sequence[Row]) -> tuple[Coefficients, list[Prediction]]:
         )
     predictions = leave_one_group_out(rows, FITTED_FAMILIES)
     tpot, ttft, tok_s = median_ape(predictions)
+    unseen = leave_one_group_out(rows, FITTED_FAMILIES, unit=by_architecture)
+    arch_tpot, _, arch_tok_s = median_ape(unseen)
     fitted: dict[str, list[str]] = {}
     for r in rows:
         fitted.setdefault(r.point.engine, [])
@@ -126,9 +134,15 @@ def build(rows: Sequence[Row]) -> tuple[Coefficients, list[Prediction]]:
     coefficients = Coefficients(
         features=FEATURES,
         families=families,
-        bands=_bands(predictions),
+        bands={**_bands(predictions), **_bands(unseen, new_architecture=True)},
         fitted_groups={k: sorted(v) for k, v in sorted(fitted.items())},
-        held_out_median_ape={"tpot": round(tpot, 4), "ttft": round(ttft, 4), "output_tok_s": round(tok_s, 4)},
+        held_out_median_ape={
+            "tpot": round(tpot, 4),
+            "ttft": round(ttft, 4),
+            "output_tok_s": round(tok_s, 4),
+            "tpot_new_architecture": round(arch_tpot, 4),
+            "output_tok_s_new_architecture": round(arch_tok_s, 4),
+        },
         fit_set=str(source["source"]),
         left_out=dict(left_out),
     )

@@ -5,7 +5,7 @@ from functools import lru_cache
 
 from catalog import Gpu, GpuLookupError, find_gpu
 from perf.calibrate import Correction, correction
-from perf.coefficients import band_key, load_coefficients, theta_for
+from perf.coefficients import NEW_ARCH, band_key, load_coefficients, theta_for
 from perf.errors import NoEstimateError, PerfError
 from perf.features import ReplicaShape
 from perf.fitset import Point, load_points
@@ -94,7 +94,7 @@ def _published_calibration(points: Sequence[Point]) -> Calibration | None:
         return None
     first = points[0]
     return Calibration(
-        run_id=0,
+        run_id="",
         gpu=first.gpu,
         gpus=first.shape.gpus,
         model=first.model,
@@ -122,7 +122,7 @@ def _band_and_basis(
         runs = [i for i in fix.run_ids if i]
         named = []
         if runs:
-            named.append("probe run" + ("s " if len(runs) > 1 else " ") + ", ".join(f"#{i}" for i in runs))
+            named.append("probe run" + ("s " if len(runs) > 1 else " ") + ", ".join(runs))
         if published:
             named.append("published measurements (" + "; ".join(sorted({p.row_id for p in published})) + ")")
         text = (
@@ -138,16 +138,20 @@ def _band_and_basis(
         return band, Basis(kind="calibrated", text=text, run_ids=tuple(runs))
     fitted_pairs = coefficients.fitted_groups.get(engine, [])
     arch_key = band_key(engine, gpu.arch)
+    on_this_arch = arch_key in coefficients.bands
+    keys = (
+        (arch_key, band_key(engine), "all") if on_this_arch else (band_key(NEW_ARCH, engine), band_key(NEW_ARCH, "all"))
+    )
     stats, group = None, ""
-    for key in (arch_key, band_key(engine), "all"):
+    for key in keys:
         candidate = coefficients.bands.get(key)
         if candidate and candidate.groups >= _min_groups():
             stats, group = candidate, key
             break
     if stats is None:
-        stats, group = coefficients.bands["all"], "all"
+        group = keys[-1]
+        stats = coefficients.bands[group]
     band = Band(low_ratio=stats.low_ratio, high_ratio=stats.high_ratio, group=group, groups=stats.groups)
-    on_this_arch = arch_key in coefficients.bands
     source = "its own" if family == engine else "the pooled (vLLM, SGLang, TensorRT-LLM)"
     if on_this_arch:
         text = (
@@ -230,7 +234,7 @@ def _estimate(request: PerfRequest, calibrations: tuple[Calibration, ...]) -> Es
         c
         for c in calibrations
         if (c.gpu, c.gpus, c.model, c.engine, c.quant)
-        == (gpu.id, shape.gpus, model.id, request.engine, advice.quantization)
+        == (gpu.id, request.gpus, model.id, request.engine, advice.quantization)
     ]
     extra = _published_calibration(published)
     fix = None
@@ -307,31 +311,4 @@ def _estimate(request: PerfRequest, calibrations: tuple[Calibration, ...]) -> Es
         band=band,
         basis=basis,
         notes=tuple(notes),
-    )
-
-
-def estimate_for_advice(
-    advice: Advice,
-    *,
-    input_tokens: int,
-    output_tokens: int,
-    engine: str | None = None,
-    slo: Slo | None = None,
-    calibrations: Sequence[Calibration] = (),
-) -> Estimate:
-    """The estimate for an advisor's recommendation (or its runner-up engine) at the request's concurrency."""
-    request = advice.request
-    return estimate(
-        PerfRequest(
-            gpu=advice.gpu_id,
-            gpus=request.gpus,
-            model=advice.model_id,
-            engine=engine or advice.engine,
-            quant=advice.quantization if engine in (None, advice.engine) else "auto",
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            concurrency=(request.concurrency,),
-            slo=slo or Slo(),
-        ),
-        calibrations,
     )

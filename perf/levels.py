@@ -46,10 +46,14 @@ def summarise(
     )
 
 
+def closed_loop_requests(concurrency: int) -> int:
+    """Requests one closed-loop level simulates: a few rounds of every user, and enough for a p99."""
+    return max(concurrency * _sim_int("closed_loop_waves"), _sim_int("min_requests"))
+
+
 def closed_level(engine: Engine, workload: Workload, slo: Slo, concurrency: int) -> LevelEstimate:
     """`concurrency` users in a closed loop (all starting at once, as the probe does), every request counted."""
-    requests = max(concurrency * _sim_int("closed_loop_waves"), _sim_int("min_requests"))
-    outcome = closed_loop(engine, workload, concurrency, requests)
+    outcome = closed_loop(engine, workload, concurrency, closed_loop_requests(concurrency))
     return summarise(outcome, workload, slo, concurrency=concurrency, rate=None)
 
 
@@ -76,7 +80,7 @@ def search_concurrency(level: Callable[[int], LevelEstimate], ceiling: int) -> i
         if good < ceiling and level(ceiling).meets_slo:
             return ceiling
         bad = min(good * 2, ceiling + 1)
-    while bad - good > max(1, good // 16):  # to within about 6%
+    while bad - good > max(1, good // 8):  # to within about 12%
         mid = (good + bad) // 2
         if level(mid).meets_slo:
             good = mid

@@ -10,6 +10,7 @@ from catalog import find_gpu
 from perf.features import FEATURES
 from perf.fitset import Point
 from perf.hardware import model_facts
+from perf.levels import closed_loop_requests
 from perf.replica import replica_engine
 from perf.simulate import Workload, closed_loop
 from selector.models import find_model
@@ -53,8 +54,8 @@ def point_features(point: Point) -> PointFeatures | None:
     if engine.kv_capacity_tokens < context:
         return None
     c = point.concurrency
-    waves = _fit_int("waves")
-    outcome = closed_loop(engine, Workload(point.input_tokens, point.output_tokens), c, c * waves, collect=True)
+    workload = Workload(point.input_tokens, point.output_tokens)
+    outcome = closed_loop(engine, workload, c, closed_loop_requests(c), collect=True)
     ttft = np.zeros(len(FEATURES))
     tpot = np.zeros(len(FEATURES))
     per_token = max(point.output_tokens - 1, 1)

@@ -57,7 +57,7 @@ class Basis(BaseModel):
 
     kind: BasisKind
     text: str
-    run_ids: tuple[int, ...] = ()
+    run_ids: tuple[str, ...] = ()  # the probe runs that calibrated it
 
 
 class Layout(BaseModel):
@@ -144,11 +144,11 @@ class MeasuredLevel(BaseModel):
 
 
 class Calibration(BaseModel):
-    """A stored probe run of a known configuration: its id and measured levels."""
+    """A stored probe run of a known configuration (`gpus` in all, as deployed): its id and measured levels."""
 
     model_config = ConfigDict(frozen=True)
 
-    run_id: int
+    run_id: str  # the stored probe run ('' for a published measurement)
     gpu: str
     gpus: int
     model: str

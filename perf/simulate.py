@@ -82,6 +82,7 @@ class _Sim:
     def __init__(self, engine: Engine, workload: Workload, collect: bool) -> None:
         self.e, self.w, self.collect = engine, workload, collect
         self.theta = np.asarray(engine.theta, dtype=np.float64)
+        self.theta_values = tuple(engine.theta)
         self.time = 0.0
         self.phi: Vector = np.zeros(len(FEATURES)) if collect else np.zeros(0)
         self.waiting: deque[Request] = deque()
@@ -101,10 +102,9 @@ class _Sim:
 
     # -- the clock ---------------------------------------------------------------------------------------------
     def _advance(self, feats: tuple[float, ...], steps: int = 1) -> None:
-        vec = np.asarray(feats, dtype=np.float64)
-        self.time += steps * float(self.theta @ vec)
+        self.time += steps * sum(t * f for t, f in zip(self.theta_values, feats, strict=True))
         if self.collect:
-            self.phi += steps * vec
+            self.phi += steps * np.asarray(feats, dtype=np.float64)
 
     def _mark(self) -> Vector | None:
         return self.phi.copy() if self.collect else None
@@ -280,7 +280,8 @@ def _steps_to_reach(gap: float, first: float, last: float, k: int) -> int:
 
 
 def _check(engine: Engine, workload: Workload) -> None:
-    if engine.kv_capacity_tokens < workload.input_tokens + workload.output_tokens:
+    final_context = workload.input_tokens + engine.accepted_per_step * _decode_steps(workload, engine.accepted_per_step)
+    if engine.kv_capacity_tokens < max(final_context, workload.input_tokens + workload.output_tokens):
         raise PerfError(
             f"one request of {workload.input_tokens} + {workload.output_tokens} tokens does not fit the KV cache "
             f"({engine.kv_capacity_tokens:,} tokens): shorten the request or add GPUs"

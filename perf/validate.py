@@ -5,7 +5,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from catalog import find_gpu
 from perf.fit import POOLED, Row, fit_theta
+from perf.fitset import Point
 
 FitFn = Callable[[Sequence[Row]], tuple[float, ...]]
 
@@ -51,14 +53,26 @@ def training_family(engine: str, families: Sequence[str]) -> str:
     return engine if engine in families else POOLED
 
 
-def leave_one_group_out(rows: Sequence[Row], families: Sequence[str], fit: FitFn = fit_theta) -> list[Prediction]:
-    """Every row predicted with its group held out of its family's fit."""
-    groups = sorted({r.point.group for r in rows})
+def by_group(point: Point) -> str:
+    """The usual held-out unit: one (model, GPU, engine)."""
+    return point.group
+
+
+def by_architecture(point: Point) -> str:
+    """A harder unit: every point of one engine on one GPU architecture (a GPU the fit has never seen)."""
+    return f"{point.engine} | {find_gpu(point.gpu).arch}"
+
+
+def leave_one_group_out(
+    rows: Sequence[Row], families: Sequence[str], fit: FitFn = fit_theta, unit: Callable[[Point], str] = by_group
+) -> list[Prediction]:
+    """Every row predicted with its unit (by default its (model, GPU, engine) group) held out of its family's fit."""
+    groups = sorted({unit(r.point) for r in rows})
     out: list[Prediction] = []
     for group in groups:
-        test = [r for r in rows if r.point.group == group]
+        test = [r for r in rows if unit(r.point) == group]
         family = training_family(test[0].point.engine, families)
-        train = [r for r in rows if r.point.group != group and (family == POOLED or r.point.engine == family)]
+        train = [r for r in rows if unit(r.point) != group and (family == POOLED or r.point.engine == family)]
         if not train:
             continue
         theta = fit(train)

@@ -15,6 +15,7 @@ from db.runs import (
 )
 from probes.form import MAX_OPEN_RUNS, RunsView
 from probes.models import RunResult, RunStatus
+from ui.calibration import estimate_vs_measured
 from ui.errors import guarded, show_errors
 from ui.live_runs import live_runs
 from ui.probe_views import comparison, deployment_caption, downloads, run_details, title_text
@@ -157,6 +158,7 @@ def _about(result: RunResult) -> None:
 def _one(result: RunResult, key: str) -> None:
     _about(result)
     deployment_caption(result)
+    estimate_vs_measured(result)
     run_details(result, key)
     downloads(result, key)
     _delete_controls(result)

@@ -120,6 +120,18 @@ def test_only_completed_runs_of_exactly_that_deployment_come_back_newest_first(a
     engine.dispose()
 
 
+def test_without_filters_every_completed_run_of_a_known_deployment_comes_back(any_database_url: str) -> None:
+    engine = engine_for(any_database_url)
+    mine = store_run(engine, H100_LLAMA, started=1)
+    other = store_run(engine, H100_LLAMA.model_copy(update={"engine": "sglang"}), started=2)
+    store_run(engine, H100_LLAMA.model_copy(update={"quant": None}), started=3)  # partly unknown
+    store_run(engine, H100_LLAMA, started=4, status=RunStatus.FAILED)
+    found = calibration_runs(engine)
+    assert [(r.run_id, r.engine) for r in found] == [(other, "sglang"), (mine, "vllm")]
+    assert [r.run_id for r in calibration_runs(engine, engine="sglang")] == [other]
+    engine.dispose()
+
+
 def test_names_are_matched_forgivingly_and_an_unknown_one_is_refused(any_database_url: str) -> None:
     engine = engine_for(any_database_url)
     run_id = store_run(engine, H100_LLAMA)

@@ -193,3 +193,29 @@ def test_a_run_shows_its_deployment_when_known(engine: object, fake: FakeServer)
     unknown = record(engine, fake, "fake", scrape_metrics=False)
     at = open_page("runs", {"runs": unknown})
     assert not at.exception and not [c for c in texts(at.caption) if c.startswith("Deployment:")]
+
+
+def test_a_run_of_a_known_deployment_sits_beside_the_estimate_and_calibrates_later_ones(
+    engine: object, fake: FakeServer
+) -> None:
+    from db import calibration_runs
+    from perf import PerfRequest, estimate
+    from ui.calibration import from_stored
+
+    given = Deployment(gpu="L40S", gpu_count=1, model="qwen2.5-7b", engine="vllm", quant="awq")
+    run_id = record(engine, fake, "fake", deployment=given, levels=(1, 2))
+    at = open_page("runs", {"runs": run_id})
+    assert not at.exception
+    assert [e.label for e in at.expander if e.label == "Estimated against measured"]
+    (table,) = [d.value for d in at.dataframe if "Load" in d.value.columns]
+    assert list(table["Load"]) == ["concurrency 1", "concurrency 2"]
+    assert table["Output tok/s estimated"].notna().all() and table["Output tok/s measured"].notna().all()
+    assert (table["Measured / estimated"] > 0).all()
+    caption = " ".join(texts(at.caption))
+    assert f"Measured: this run (`{run_id}`)" in caption and "Estimated: perf's estimate" in caption
+
+    stored = [from_stored(r) for r in calibration_runs(engine)]  # type: ignore[arg-type]
+    request = PerfRequest(gpu="L40S", model="qwen2.5-7b", engine="vllm", quant="awq", concurrency=(1, 2))
+    assert estimate(request).basis.kind != "calibrated"
+    calibrated = estimate(request, stored)
+    assert calibrated.basis.kind == "calibrated" and calibrated.basis.run_ids == (run_id,)

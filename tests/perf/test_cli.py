@@ -93,3 +93,46 @@ def test_module_entry_point_prints_a_labelled_estimate() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ESTIMATE") and "band" in done.stdout
+
+
+def test_a_probe_json_calibrates_the_estimate(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    from pathlib import Path
+
+    args = [
+        "--gpu",
+        "H100",
+        "--model",
+        "llama3.1-8b",
+        "--engine",
+        "vllm",
+        "--quant",
+        "fp8",
+        "--concurrency",
+        "1,16",
+        "--json",
+    ]
+    code, out, _ = run(capsys, *args)
+    fitted = json.loads(out)
+    levels = [
+        {
+            "concurrency": level["concurrency"],
+            "completed": 32,
+            "input_tokens_per_request": 1000,
+            "output_tokens_per_request": 200,
+            "ttft_ms": {"p50": level["ttft_ms"]["p50"]},
+            "tpot_ms": {"p50": level["tpot_ms"]["p50"] * 1.5},
+            "output_tok_s": None,
+        }
+        for level in fitted["levels"]
+    ]
+    path = Path(str(tmp_path)) / "run.json"
+    path.write_text(json.dumps({"run_id": "9f3e2a", "levels": levels}), encoding="utf-8")
+    code, out, _ = run(capsys, *args, "--calibrate-from", str(path))
+    calibrated = json.loads(out)
+    assert code == 0 and calibrated["basis"]["kind"] == "calibrated" and calibrated["basis"]["run_ids"] == ["9f3e2a"]
+    assert calibrated["levels"][1]["tpot_ms"]["p50"] == pytest.approx(
+        fitted["levels"][1]["tpot_ms"]["p50"] * 1.5, rel=0.05
+    )
+    assert calibrated["band"]["high_ratio"] - calibrated["band"]["low_ratio"] < (
+        fitted["band"]["high_ratio"] - fitted["band"]["low_ratio"]
+    )

@@ -99,3 +99,13 @@ def test_queueing_makes_ttft_grow_with_concurrency_under_a_sequence_limit() -> N
         return ttft[len(ttft) // 2]
 
     assert median_ttft(16) > 5 * median_ttft(4)
+
+
+def test_a_cache_too_small_for_one_speculating_request_is_refused_not_looped() -> None:
+    from dataclasses import replace
+
+    from perf.errors import PerfError
+
+    e = replace(engine(capacity=3), accepted_per_step=2.3, computed_per_step=4.0)
+    with pytest.raises(PerfError, match="does not fit the KV cache"):
+        closed_loop(e, Workload(1, 2), 1, 1)  # 1 + 2.3 tokens after its one decode step

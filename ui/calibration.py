@@ -1,0 +1,122 @@
+"""Stored probe runs as calibrations of perf's estimates, and a run's levels beside the estimate of the same load."""
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from db import CalibrationRun, calibration_runs
+from perf import Calibration, MeasuredLevel, PerfError, PerfRequest
+from perf.measured import side_by_side
+from perf.result import Estimate
+from probes.models import LevelResult, RunResult
+from ui.resources import get_engine
+from ui.text import escape_markdown
+
+
+def _measured(levels: Sequence[LevelResult]) -> tuple[MeasuredLevel, ...]:
+    return tuple(
+        MeasuredLevel(
+            concurrency=level.concurrency,
+            request_rate_rps=level.request_rate_rps,
+            input_tokens=level.input_tokens_per_request or 0.0,
+            output_tokens=level.output_tokens_per_request or 0.0,
+            ttft_p50_ms=level.ttft_ms.p50,
+            tpot_p50_ms=level.tpot_ms.p50,
+            output_tok_s=level.output_tok_s,
+        )
+        for level in levels
+        if level.completed
+    )
+
+
+def from_stored(run: CalibrationRun) -> Calibration:
+    """A stored run of a known deployment, as perf's calibration."""
+    return Calibration(
+        run_id=run.run_id,
+        gpu=run.gpu,
+        gpus=run.gpu_count,
+        model=run.model,
+        engine=run.engine,
+        quant=run.quant,
+        levels=tuple(
+            MeasuredLevel(
+                concurrency=level.concurrency,
+                request_rate_rps=level.request_rate_rps,
+                input_tokens=level.input_tokens_mean or 0.0,
+                output_tokens=level.output_tokens_mean or 0.0,
+                ttft_p50_ms=level.ttft_p50_ms,
+                tpot_p50_ms=level.tpot_p50_ms,
+                output_tok_s=level.output_tok_s,
+            )
+            for level in run.levels
+        ),
+    )
+
+
+def stored_calibrations(excluding: str | None = None) -> tuple[Calibration, ...]:
+    """Every completed run of a known deployment (perf keeps the ones of the configuration it estimates)."""
+    return tuple(from_stored(run) for run in calibration_runs(get_engine()) if run.run_id != excluding)
+
+
+def estimate_vs_measured(result: RunResult) -> None:
+    """For a run of a known deployment: each level beside perf's estimate of the same load (other runs calibrate)."""
+    deployment = result.settings.deployment
+    if not deployment.complete or not result.levels:
+        return
+    measured = _measured(result.levels)
+    if not measured:
+        return
+    request = PerfRequest(
+        gpu=str(deployment.gpu),
+        gpus=int(deployment.gpu_count or 1),
+        model=str(deployment.model),
+        engine=str(deployment.engine),
+        quant=str(deployment.quant),
+    )
+    with st.expander("Estimated against measured", expanded=True):
+        try:
+            est, pairs = side_by_side(request, measured, stored_calibrations(excluding=result.run_id))
+        except PerfError as exc:
+            st.info(f"No estimate for this deployment: {escape_markdown(str(exc))}", icon="ℹ️")
+            return
+        st.caption(_label(est, result))
+        rows = []
+        for pair in pairs:
+            m, e = pair.measured, pair.estimated
+            load = f"{m.request_rate_rps:g} req/s" if m.request_rate_rps else f"concurrency {m.concurrency}"
+            rows.append(
+                {
+                    "Load": load,
+                    "Output tok/s measured": m.output_tok_s,
+                    "Output tok/s estimated": e.output_tok_s if e else None,
+                    "Measured / estimated": pair.tok_s_ratio,
+                    "TTFT p50 ms measured": m.ttft_p50_ms,
+                    "TTFT p50 ms estimated": e.ttft_ms.p50 if e else None,
+                    "TPOT p50 ms measured": m.tpot_p50_ms,
+                    "TPOT p50 ms estimated": e.tpot_ms.p50 if e else None,
+                }
+            )
+        st.dataframe(
+            pd.DataFrame(rows),
+            hide_index=True,
+            key=f"runs.vs.{result.run_id}",
+            column_config={
+                "Measured / estimated": st.column_config.NumberColumn(format="%.2f×"),
+                **{
+                    name: st.column_config.NumberColumn(format="%.1f")
+                    for name in rows[0]
+                    if name not in {"Load", "Measured / estimated"}
+                },
+            },
+        )
+
+
+def _label(est: Estimate, result: RunResult) -> str:
+    band = est.band
+    return (
+        f"Measured: this run (`{result.run_id}`). Estimated: perf's estimate of the same load at the run's mean "
+        f"request lengths ({est.request.input_tokens} in, {est.request.output_tokens} out); 8 in 10 held-out "
+        f"measurements fell within {band.low_ratio:.2f}–{band.high_ratio:.2f}× of such estimates. Basis: "
+        f"{escape_markdown(est.basis.text)}. This run now calibrates later estimates of this deployment."
+    )
