@@ -69,6 +69,11 @@ busy-e2e: $(VENV)/.dev-deps system-deps
 advise-speed: $(VENV)/.run-deps
 	$(BIN)/python bench/advise_speed.py
 
+## compare-speed: time the /compare ranking cold and warm in fresh processes (a few minutes); see docs/performance.md
+.PHONY: compare-speed
+compare-speed: $(VENV)/.run-deps
+	$(BIN)/python bench/compare_speed.py
+
 ## engine-flags: check every launch-command shape against the engines' real parsers (~28 GB of venvs; not in make test)
 .PHONY: engine-flags
 engine-flags: $(VENV)/.run-deps

@@ -15,6 +15,7 @@ def main() -> None:
         "Decide": [
             st.Page("views/tco.py", title="Cost calculator", icon=":material/payments:", url_path="tco"),
             st.Page("views/selector.py", title="Engine advisor", icon=":material/tune:", url_path="selector"),
+            st.Page("views/compare.py", title="Compare options", icon=":material/leaderboard:", url_path="compare"),
         ],
         "Measure": [
             st.Page("views/probe.py", title="Live probe", icon=":material/speed:", url_path="probe"),

@@ -1,13 +1,23 @@
 """The cost calculator's inputs: one frozen model whose aliases are the page's URL parameters."""
 
-from typing import Annotated
+import copy
+from enum import StrEnum
+from functools import lru_cache
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog import GpuLookupError, find_gpu, load_handbook
-from tco.money import Currency
+from perf.inputs import ENGINE_FAMILIES
+from selector.engines import find_engine
+from selector.errors import NameLookupError
+from selector.models import find_model
+from selector.quantization import AUTO, find_quant
+from selector.rules import load_rules
+from tco.money import Currency, convert
 
 CUSTOM_GPU = "custom"
+MAX_SLO_MS = 3_600_000
 
 _HB = load_handbook()
 _EX = _HB.tco
@@ -19,6 +29,89 @@ Pct = Annotated[float, Field(ge=0, le=100)]
 
 def _pct(share: float) -> float:
     return round(share * 100, 6)
+
+
+def slo_ms_field(default: float, alias: str, title: str) -> Any:
+    """An SLO target in ms, with the URL parameter and limits /probe gives it (`ttft_p50`, ...)."""
+    return Field(default=default, alias=alias, gt=0, le=MAX_SLO_MS, title=title)
+
+
+def shared_field(model_cls: type[BaseModel], name: str) -> Any:
+    """A field of another page's model (alias, default, limits, title), for a page that asks the same thing."""
+    return copy.deepcopy(model_cls.model_fields[name])
+
+
+def catalog_price(gpu_id: str, currency: Currency | str, cny_per_usd: float) -> float | None:
+    """The price a catalog GPU fills in: its lowest public hourly price, in `currency` (None: no price, or custom)."""
+    if gpu_id == CUSTOM_GPU:
+        return None
+    gpu = find_gpu(gpu_id)
+    if gpu.price_low is None or gpu.price_currency is None:
+        return None
+    return round(convert(gpu.price_low, gpu.price_currency, currency, cny_per_usd), 4)
+
+
+@lru_cache(maxsize=4096)
+def _engine_id(name: str) -> str:
+    return find_engine(name).id
+
+
+@lru_cache(maxsize=4096)
+def _model_id(name: str) -> str:
+    return find_model(name).id
+
+
+@lru_cache(maxsize=4096)
+def _quant_id(name: str) -> str:
+    return find_quant(name).id
+
+
+@lru_cache(maxsize=4096)
+def _gpu_id(name: str) -> str:
+    return find_gpu(name).id
+
+
+def known_estimate_engine(value: object) -> object:
+    """An engine name as the estimator takes it: one of perf's engine families, read forgivingly ('trtllm')."""
+    if not isinstance(value, str):
+        return value
+    try:
+        engine = _engine_id(value)
+    except NameLookupError as exc:
+        raise ValueError(f"engine '{value}' is not in the catalog; allowed: {', '.join(ENGINE_FAMILIES)}") from exc
+    if engine not in ENGINE_FAMILIES:
+        raise ValueError(f"no estimate for {engine}; allowed: {', '.join(ENGINE_FAMILIES)}")
+    return engine
+
+
+def known_model(value: object) -> object:
+    """A catalog model by id, name or Hugging Face repo."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return _model_id(value)
+    except NameLookupError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def known_quant(value: object) -> object:
+    """'auto' or a quantization method of the advisor."""
+    if not isinstance(value, str) or value.strip().lower() in {AUTO, ""}:
+        return AUTO if isinstance(value, str) else value
+    try:
+        return _quant_id(value)
+    except NameLookupError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+class TpsSource(StrEnum):
+    """Where the throughput came from: typed (or measured) by a person, or estimated by perf."""
+
+    ENTERED = "entered"
+    ESTIMATE = "estimate"
+
+
+_SLO = _HB.slo
 
 
 class TcoInputs(BaseModel):
@@ -142,6 +235,34 @@ class TcoInputs(BaseModel):
         title="Spot price cut (%)",
     )
 
+    tps_source: TpsSource = Field(
+        default=TpsSource.ENTERED,
+        alias="tps_source",
+        title="Throughput source",
+        description="'estimate' when `tps` came from perf's estimate for `model`, `engine` and `quant_method`",
+    )
+    model: str = Field(default=load_rules().defaults.model, alias="model", title="Model (for the estimate)")
+    engine: str = Field(default=ENGINE_FAMILIES[0], alias="engine", title="Engine (for the estimate)")
+    quant_method: str = Field(default=AUTO, alias="quant_method", title="Quantization (for the estimate)")
+    ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", "SLO: TTFT p50 target (ms)")
+    ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", "SLO: TTFT p99 target (ms)")
+    tpot_p50_ms: float = slo_ms_field(_SLO.tpot_p50_ms, "tpot_p50", "SLO: TPOT p50 target (ms)")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _known_model(cls, value: object) -> object:
+        return known_model(value)
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _known_engine(cls, value: object) -> object:
+        return known_estimate_engine(value)
+
+    @field_validator("quant_method", mode="before")
+    @classmethod
+    def _known_quant(cls, value: object) -> object:
+        return known_quant(value)
+
     @field_validator("gpu", mode="before")
     @classmethod
     def _known_gpu(cls, value: object) -> object:
@@ -150,7 +271,7 @@ class TcoInputs(BaseModel):
         if value.strip().lower() == CUSTOM_GPU:
             return CUSTOM_GPU
         try:
-            return find_gpu(value).id
+            return _gpu_id(value)
         except GpuLookupError as exc:
             raise ValueError(f"{exc}; or 'custom'") from exc
 

@@ -12,13 +12,14 @@ from probes.form import ProbeForm, RunsView
 from probes.options import CliOptions, allowed_text, default_text, flag_of
 from selector import AdviceRequest
 from tco import TcoInputs
+from tco.ranking import CompareInputs
 from tests.support import ROOT
 from ui.params import aliases, field_alias, format_value
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 PROBE_DOC = (ROOT / "docs" / "probe.md").read_text(encoding="utf-8")
 
-PAGE_MODELS: list[type[BaseModel]] = [TcoInputs, AdviceRequest, ProbeForm, RunsView]
+PAGE_MODELS: list[type[BaseModel]] = [TcoInputs, AdviceRequest, CompareInputs, ProbeForm, RunsView]
 
 
 @pytest.mark.parametrize("model", PAGE_MODELS, ids=lambda m: m.__name__)
@@ -84,3 +85,22 @@ def test_the_probe_page_parameters_state_their_defaults_and_allowed_values() -> 
         expected = allowed_text(field)
         if expected is not None:
             assert _states(allowed, expected), f"`{alias}`: README says {allowed!r}, the model allows {expected!r}"
+
+
+@pytest.mark.parametrize(
+    ("model", "start", "end"),
+    [
+        (CompareInputs, "## Compare options", "## Live probe"),
+        (TcoInputs, "## The cost calculator", "## Engine advisor"),
+    ],
+    ids=["compare", "tco"],
+)
+def test_the_cost_pages_parameters_state_their_defaults(model: type[BaseModel], start: str, end: str) -> None:
+    section = README[README.index(start) : README.index(end)]
+    rows = _table_rows(section, "[a-z_0-9]+")
+    for name, field in model.model_fields.items():
+        alias = field_alias(name, field)
+        _meaning, default, _allowed = rows[alias]
+        value = getattr(model(), name)
+        expected = "empty" if value in ("", None, ()) else format_value(value)
+        assert _states(default, expected), f"`{alias}`: README says {default!r}, not {expected!r}"

@@ -29,3 +29,8 @@ with right.container(border=True):
         "concurrency within your SLO, every run kept to compare, and the measured throughput carried into the costs."
     )
     st.page_link("views/probe.py", label="Open the live probe", icon=":material/arrow_forward:")
+st.page_link(
+    "views/compare.py",
+    label="Or compare every GPU, engine and quantization by estimated cost for your traffic and SLO",
+    icon=":material/leaderboard:",
+)

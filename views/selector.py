@@ -28,7 +28,12 @@ from selector.cli import layout_text
 from selector.custom import custom_model
 from selector.hfconfig import ConfigError, parse_config
 from selector.models import NativeFormat
+from tco import TcoInputs
+from tco.inputs import TpsSource
+from tco.throughput import AdviceEstimate, estimate_advice
+from ui.calibration import stored_calibrations
 from ui.errors import guarded, show_errors
+from ui.params import to_params
 from ui.state import PageState
 
 PAGE = "selector"
@@ -295,16 +300,82 @@ def _card(advice: Advice) -> None:
         )
         _pinned_caption(advice)
         _model_facts(advice)
-        _price_link(advice)
+        calibrations = stored_calibrations()
+        chosen = estimate_advice(advice, calibrations=calibrations)
+        _estimates(advice, chosen, estimate_advice(advice, runner_up=True, calibrations=calibrations))
+        _price_link(advice, chosen)
 
 
-def _price_link(advice: Advice) -> None:
+def _estimate_column(title: str, est: AdviceEstimate) -> None:
+    st.markdown(f"**{title}: {est.engine_name}, {est.quant}**")
+    if est.point is None:
+        st.caption(est.missing)
+        return
+    point, level = est.point, est.at_target
+    cols = st.columns(2)
+    at = f"at concurrency {est.target_concurrency}"
+    if level is not None:
+        cols[0].metric("TTFT p50 (estimate)", f"{level.ttft_ms.p50:,.0f} ms", border=True, help=at)
+        cols[1].metric("TPOT p50 (estimate)", f"{level.tpot_ms.p50:,.1f} ms", border=True, help=at)
+        cols = st.columns(2)
+        cols[0].metric("Output tok/s (estimate)", f"{level.output_tok_s:,.0f}", border=True, help=at + ", per replica")
+    best = point.estimate.best_concurrency_within_slo
+    cols[1].metric(
+        "Max in SLO (estimate)",
+        "none" if best is None else f"{best:,}",
+        border=True,
+        help=f"the highest concurrency within the SLO: {point.output_tok_s:,.0f} tok/s per replica there"
+        if best
+        else "misses the SLO even at concurrency 1",
+    )
+    st.caption(f"{point.label}.")
+
+
+def _estimates(advice: Advice, chosen: AdviceEstimate, runner_up: AdviceEstimate) -> None:
+    """The estimates for the recommendation and the runner-up engine: latency, throughput, the SLO load."""
+    st.markdown("**:material/query_stats: Estimated performance**")
+    slo = chosen.point.estimate.request.slo if chosen.point else None
+    target = (
+        f"; SLO TTFT p50 ≤ {slo.ttft_p50_ms:g} ms, p99 ≤ {slo.ttft_p99_ms:g} ms, TPOT p50 ≤ {slo.tpot_p50_ms:g} ms"
+        if slo
+        else ""
+    )
+    st.caption(
+        f"Estimates, not measurements: requests of {chosen.input_tokens:,} input and {chosen.output_tokens:,} "
+        f"output tokens (your context) at {advice.request.concurrency} concurrent sequences{target}."
+    )
+    left, right = st.columns(2)
+    with left:
+        _estimate_column("Recommended", chosen)
+    with right:
+        _estimate_column("Runner-up", runner_up)
+
+
+def _price_link(advice: Advice, chosen: AdviceEstimate) -> None:
+    """The cost page with the GPU, its catalog price and, when there is one, the estimated throughput."""
     gpu = find_gpu(advice.gpu_id)
-    params = {"gpu": gpu.id, "gpus": str(advice.request.gpus)}
+    values: dict[str, object] = {"gpu": gpu.id, "gpus": advice.request.gpus}
     if gpu.has_price:
-        params["price"] = f"{gpu.price_low:g}"
-        params["currency"] = str(gpu.price_currency)
+        values.update(price=gpu.price_low, currency=gpu.price_currency)
+    point = chosen.point
+    if point is not None:
+        values.update(
+            gpus=point.estimate.layout.gpus,
+            tps=point.output_tok_s,
+            tps_source=TpsSource.ESTIMATE,
+            model=advice.model_id,
+            engine=chosen.engine,
+            quant_method=point.estimate.quant,
+            in_tokens=chosen.input_tokens,
+            out_tokens=chosen.output_tokens,
+        )
+    params = to_params(TcoInputs.model_validate(values))
     st.page_link("views/tco.py", label="Price this", icon=":material/payments:", query_params=params)
+    if point is not None:
+        st.caption(
+            f"Carries the estimated {point.output_tok_s:,.0f} tok/s per replica at concurrency {point.concurrency} "
+            f"({'the highest within the SLO' if point.meets_slo else 'misses the SLO'}), an {point.short_label}."
+        )
     if not gpu.has_price:
         st.caption(f"No public hourly price on record for {gpu.name}; enter yours on the cost page.")
 

@@ -4,9 +4,16 @@ import pandas as pd
 import streamlit as st
 
 from catalog import find_gpu, load_gpus, load_handbook
+from perf import ENGINE_FAMILIES, PerfError
+from selector import AUTO, get_engine, load_models, load_quant_methods
+from selector.quantization import get_quant
 from tco import CUSTOM_GPU, TcoInputs, TcoResult, convert, estimate, format_money
 from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
+from tco.inputs import TpsSource, catalog_price
+from tco.throughput import OperatingPoint, estimate_tps
+from ui.calibration import stored_calibrations
 from ui.errors import guarded, show_errors
+from ui.params import aliases, validate_params
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
 
@@ -14,19 +21,12 @@ PAGE = "tco"
 state = PageState(PAGE, TcoInputs, load_base=load_scenario_params(PAGE))
 K = state.key
 _PREV_CURRENCY = "_tco.prev_currency"
-
-
-def _catalog_price(gpu_id: str, currency: str, cny_per_usd: float) -> float | None:
-    if gpu_id == CUSTOM_GPU:
-        return None
-    gpu = find_gpu(gpu_id)
-    if gpu.price_low is None or gpu.price_currency is None:
-        return None
-    return round(convert(gpu.price_low, gpu.price_currency, currency, cny_per_usd), 4)
+_SEED = load_handbook().seed_benchmark
+_APPLIED = "_tco.estimate_applied"  # what the last "Apply the estimate" said: ("success" | "error", text)
 
 
 def _on_gpu_change() -> None:
-    price = _catalog_price(st.session_state[K("gpu")], st.session_state[K("currency")], st.session_state[K("fx")])
+    price = catalog_price(st.session_state[K("gpu")], st.session_state[K("currency")], st.session_state[K("fx")])
     if price is not None:
         st.session_state[K("price")] = price
 
@@ -83,8 +83,19 @@ def _inputs_form() -> None:
         key=K("tps"),
         step=10.0,
         format="%.6g",
-        help="Measured at your serving concurrency; the handbook's A800 reached 588 tok/s at 16.",
+        on_change=_on_tps_change,
+        help="Measured at your serving concurrency; the handbook's A800 reached 588 tok/s at 16. "
+        "Or fill it from an estimate (below).",
     )
+    if st.session_state.get(K("tps_source")) == TpsSource.ESTIMATE.value:
+        st.caption(":material/query_stats: Throughput source: **estimate** (band and basis on the page).")
+    elif st.session_state.get(K("tps")) == _SEED.output_tok_s and st.session_state.get(K("gpu")) == _SEED.gpu:
+        st.caption(
+            f"Throughput source: the handbook's **measured** run ({_SEED.model}, {_SEED.engine}, concurrency "
+            f"{_SEED.concurrency}). For another model or engine, estimate it below or cost a probe run."
+        )
+    with st.expander("Estimate throughput", icon=":material/query_stats:"):
+        _estimate_inputs()
     left, right = st.columns(2)
     left.number_input("Output tokens per request", key=K("out_tokens"), step=10)
     right.number_input("Input tokens per request", key=K("in_tokens"), step=50)
@@ -114,6 +125,98 @@ def _inputs_form() -> None:
     )
     with st.expander("Optimization levers (handbook Q5)", icon=":material/tune:"):
         _lever_inputs()
+
+
+def _on_tps_change() -> None:
+    """A throughput typed by hand is the user's own, no longer the estimate."""
+    st.session_state[K("tps_source")] = TpsSource.ENTERED.value
+    st.session_state.pop(_APPLIED, None)
+
+
+def _apply_estimate() -> None:
+    """Button callback: estimate the scenario's GPU x count, model, engine and tokens; fill in the throughput."""
+    values = {alias: st.session_state.get(K(alias)) for alias in aliases(TcoInputs).values()}
+    inputs, errors, _ = validate_params(TcoInputs, values, source="form")
+    if errors:
+        st.session_state[_APPLIED] = ("error", "Fix the inputs first: " + " ".join(errors))
+        return
+    try:
+        point = estimate_tps(inputs, stored_calibrations())
+    except PerfError as exc:
+        st.session_state[_APPLIED] = ("error", f"No estimate: {exc}")
+        return
+    st.session_state[K("tps")] = point.output_tok_s
+    st.session_state[K("tps_source")] = TpsSource.ESTIMATE.value
+    st.session_state[_APPLIED] = ("success", f"Applied {point.output_tok_s:,.6g} tok/s: {_point_text(point)}")
+
+
+def _point_text(point: OperatingPoint) -> str:
+    where = (
+        f"at concurrency {point.concurrency}, the highest within the SLO"
+        if point.meets_slo
+        else "at concurrency 1: it misses the SLO even there"
+    )
+    return f"{where}; {point.label}"
+
+
+def _estimate_inputs() -> None:
+    gpu_id = st.session_state.get(K("gpu"))
+    gpus = st.session_state.get(K("gpus"))
+    if gpu_id == CUSTOM_GPU:
+        st.caption("Pick a catalog GPU above to estimate its throughput.")
+    elif gpu_id:
+        st.caption(
+            f"For {gpus}x {find_gpu(gpu_id).name} and this form's input and output tokens per request, at the highest "
+            "concurrency within the SLO."
+        )
+    models = [m.id for m in load_models()]
+    names = {m.id: f"{m.name} · {m.params_b:g}B" for m in load_models()}
+    st.selectbox("Model", models, key=K("model"), format_func=names.__getitem__)
+    st.selectbox("Engine", list(ENGINE_FAMILIES), key=K("engine"), format_func=lambda e: get_engine(e).name)
+    quants = {q.id: q.name for q in load_quant_methods()}
+    st.selectbox(
+        "Quantization",
+        [AUTO, *quants],
+        key=K("quant_method"),
+        format_func=lambda q: "auto (the advisor's choice)" if q == AUTO else quants[q],
+    )
+    cols = st.columns(3)
+    cols[0].number_input("TTFT p50 (ms)", key=K("ttft_p50"), step=50.0, format="%.6g")
+    cols[1].number_input("TTFT p99 (ms)", key=K("ttft_p99"), step=100.0, format="%.6g")
+    cols[2].number_input("TPOT p50 (ms)", key=K("tpot_p50"), step=5.0, format="%.6g")
+    st.button("Apply the estimate", key="tco.apply_estimate", on_click=_apply_estimate, icon=":material/bolt:")
+    applied = st.session_state.get(_APPLIED)
+    if applied is not None:
+        level, text = applied
+        (st.success if level == "success" else st.error)(text, icon="✅" if level == "success" else "🚫")
+
+
+def _estimate_note(inputs: TcoInputs) -> None:
+    """When the throughput is an estimate, say so on the page with its band and basis (and when it is stale)."""
+    if inputs.tps_source != TpsSource.ESTIMATE:
+        return
+    try:
+        point = estimate_tps(inputs, stored_calibrations())
+    except PerfError as exc:
+        st.warning(
+            f"The throughput is marked as an estimate, but these inputs have none ({exc}); treat "
+            f"{inputs.output_tok_s_per_replica:,.6g} tok/s as entered.",
+            icon="⚠️",
+        )
+        return
+    engine = get_engine(inputs.engine).name
+    quant = get_quant(point.estimate.quant).name
+    text = (
+        f"Throughput {inputs.output_tok_s_per_replica:,.6g} tok/s per replica is an {point.label}. "
+        f"{point.estimate.model_name} on {inputs.gpus_per_replica}x {point.estimate.gpu_name} with {engine}, {quant}, "
+        f"{_point_text(point).split(';')[0]}."
+    )
+    if abs(point.output_tok_s - inputs.output_tok_s_per_replica) > 0.005 * point.output_tok_s:
+        text += (
+            f" For the inputs now on the page the estimate is {point.output_tok_s:,.6g} tok/s: "
+            "apply it again under Estimate throughput."
+        )
+    st.info(text, icon=":material/query_stats:")
 
 
 def _lever_inputs() -> None:
@@ -250,6 +353,7 @@ def body() -> None:
         show_errors("Check these inputs; the results update once they are valid.", errors)
         return
     result = estimate(inputs)
+    _estimate_note(inputs)
     _headline(result)
     for note in result.notes:
         st.info(note, icon="💡")

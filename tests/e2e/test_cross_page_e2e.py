@@ -9,6 +9,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from catalog import find_gpu
 from probes.fakeserver import serve_in_thread
+from selector import AdviceRequest, advise
+from tco.throughput import estimate_advice
 from tests.e2e.helpers import (
     MAX_IN_SLO,
     PROBE_MS,
@@ -50,11 +52,6 @@ HOSTILE_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pw
 def _shown_number(text: str) -> float:
     """'0.00038 USD' -> 0.00038; '1,234.5' -> 1234.5."""
     return float(text.split()[0].replace(",", ""))
-
-
-def _two_figures(value: float) -> float:
-    """A value rounded as the cost cards show it below 1 (two significant figures)."""
-    return float(f"{value:.2g}")
 
 
 def test_saved_scenario_short_link_opens_elsewhere_and_dies_with_delete(
@@ -114,7 +111,9 @@ def test_saved_scenario_short_link_opens_elsewhere_and_dies_with_delete(
         assert_no_traceback(other)
 
 
-def test_price_this_opens_the_cost_page_with_the_gpu_its_count_and_catalog_price(page: Page, app_url: str) -> None:
+def test_price_this_opens_the_cost_page_with_the_gpu_its_count_catalog_price_and_estimate(
+    page: Page, app_url: str
+) -> None:
     h100 = find_gpu("H100")
     price = f"{h100.price_low:g}"  # the catalog's lowest public hourly price
     open_page(page, app_url + "/selector", "Engine")
@@ -122,18 +121,29 @@ def test_price_this_opens_the_cost_page_with_the_gpu_its_count_and_catalog_price
     wait_for_query(page, {"gpu": h100.id})
     type_into(number_field(page, "GPUs (one node)"), 2)
     wait_for_query(page, {"gpu": h100.id, "gpus": "2"})
+    # The throughput it carries: perf's estimate of the recommendation at its SLO operating point.
+    chosen = estimate_advice(advise(AdviceRequest(gpu=h100.id, gpus=2)))
+    assert chosen.point is not None
+    tps = chosen.point.output_tok_s
+    expect(page.get_by_text(f"Carries the estimated {tps:,.0f} tok/s per replica")).to_be_visible()
 
     page.get_by_role("link", name="Price this").click()
     page.wait_for_url(re.compile(r"/tco\?"))
-    wait_for_query(page, {"gpu": h100.id, "gpus": "2", "price": price, "currency": h100.price_currency})
+    wait_for_query(
+        page,
+        {"gpu": h100.id, "gpus": "2", "price": price, "currency": h100.price_currency, "tps": f"{tps:g}"}
+        | {"tps_source": "estimate"},
+    )
     expect(combobox(page, "GPU")).to_have_value("H100 80GB SXM · 80 GB")
     expect(number_field(page, "GPUs per replica")).to_have_value("2")
     expect(number_field(page, "Price per GPU-hour (in the currency above)")).to_have_value(price)
+    expect(number_field(page, "Throughput per replica (output tokens/s)")).to_have_value(f"{tps:g}")
     expect(page.get_by_role("radio", name=h100.price_currency, exact=True)).to_be_checked()
     expect(page.get_by_text(f"Public price: {price}–")).to_be_visible()
-    # Two GPUs at the catalog price over the default 588 tok/s and 200 output tokens (2.94 requests/s).
+    expect(page.get_by_text(re.compile(r"estimate: band [\d.]+–[\d.]+× of the estimate")).first).to_be_visible()
+    # Two GPUs at the catalog price over the estimated tok/s and 200 output tokens per request.
     cost = _shown_number(metric_value(page, "Cost per request"))
-    assert cost == pytest.approx(_two_figures(h100.price_low * 2 / (588 / 200 * 3600)))
+    assert cost == pytest.approx(h100.price_low * 2 / (tps / 200 * 3600), rel=0.05)  # shown to 2-3 figures
     assert metric_value(page, "Cost per request").endswith(" USD")
     month = _shown_number(metric_value(page, "Per replica per month"))
     assert month == pytest.approx(h100.price_low * 2 * 730, abs=0.5)
@@ -169,7 +179,7 @@ def test_cost_this_carries_the_measured_throughput_to_the_cost_page(page: Page, 
         expect(number_field(page, "Input tokens per request")).to_have_value(carried["in_tokens"])
         # One replica at the default 15 CNY/h serving tps / 16 requests per second.
         cost = _shown_number(metric_value(page, "Cost per request"))
-        assert cost == pytest.approx(_two_figures(15 / (tps / 16 * 3600)))
+        assert cost == pytest.approx(15 / (tps / 16 * 3600), rel=0.05)  # shown to 2-3 figures
         assert metric_value(page, "Requests/s per replica") == f"{tps / 16:,.2f}"
         expect(page.locator(WARNING)).to_have_count(0)
         assert_no_traceback(page)

@@ -107,3 +107,11 @@ def _params(at: object) -> dict[str, str]:
         k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
         for k in at.query_params
     }
+
+
+def test_the_default_throughput_says_it_is_the_handbooks_measured_run() -> None:
+    at = open_page("tco")
+    assert not at.exception
+    assert any("handbook's **measured** run" in c for c in texts(at.caption))
+    at = open_page("tco", {"tps": "1234"})
+    assert not any("handbook's **measured** run" in c for c in texts(at.caption))

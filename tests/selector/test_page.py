@@ -55,7 +55,14 @@ def test_price_this_links_to_the_cost_page_with_gpu_count_and_catalog_price() ->
     at = open_page("selector", {"gpu": "H100", "gpus": "2", "model": "llama3.1-70b"})
     link = next(p for p in at.get("page_link") if p.proto.label == "Price this")
     assert link.proto.page == "tco"
-    assert link.proto.query_string == "gpu=h100-80gb-sxm&gpus=2&price=1.99&currency=USD"
+    assert link.proto.query_string.startswith("gpu=h100-80gb-sxm&price=1.99&currency=USD&gpus=2&tps=")
+    assert "&tps_source=estimate&model=llama3.1-70b&" in link.proto.query_string  # the estimate, and what it is for
+
+
+def test_price_this_without_an_estimate_carries_gpu_count_and_catalog_price() -> None:
+    at = open_page("selector", {"gpu": "H100", "gpus": "2", "model": "llama3.1-70b", "engine": "tgi"})
+    link = next(p for p in at.get("page_link") if p.proto.label == "Price this")
+    assert link.proto.query_string == "gpu=h100-80gb-sxm&price=1.99&currency=USD&gpus=2"
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 from probes.form import ProbeForm, RunsView
 from selector import AdviceRequest, advise
 from tco import TcoInputs, estimate
+from tco.ranking import CompareInputs
 from ui.params import aliases, field_label, to_params, validate_params
 
 TCO_PARAMS = sorted(aliases(TcoInputs).values())
-PAGE_MODELS = [TcoInputs, AdviceRequest, ProbeForm, RunsView]
+PAGE_MODELS = [TcoInputs, AdviceRequest, CompareInputs, ProbeForm, RunsView]
 
 values = st.one_of(
     st.text(max_size=12),

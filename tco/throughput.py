@@ -1,0 +1,168 @@
+"""Throughput for the cost model from perf's estimate at the SLO operating point, labelled as an estimate."""
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from perf import ENGINE_FAMILIES, Calibration, Estimate, LevelEstimate, PerfError, PerfRequest, Slo, estimate
+from selector import AUTO, CUSTOM_MODEL, Advice, advise, get_engine
+from tco.inputs import CUSTOM_GPU, TcoInputs
+
+SIGNIFICANT_DIGITS = 4  # the throughput a link carries: 1235 tok/s, 12.35 tok/s
+MIN_TPS = 0.01  # the cost page's lowest throughput
+
+
+def link_tps(output_tok_s: float) -> float:
+    """Throughput as a link carries it (four significant digits), so the linked page prices the same number."""
+    return max(float(f"{output_tok_s:.{SIGNIFICANT_DIGITS}g}"), MIN_TPS)
+
+
+class OperatingPoint(BaseModel):
+    """The level a replica serves at: the highest concurrency within the SLO, else concurrency 1 (misses the SLO)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    estimate: Estimate
+    level: LevelEstimate
+    meets_slo: bool
+
+    @property
+    def concurrency(self) -> int:
+        return self.level.concurrency or 1
+
+    @property
+    def output_tok_s(self) -> float:
+        """Output tokens/s per replica at this point, as a link carries it."""
+        return link_tps(self.level.output_tok_s)
+
+    @property
+    def band_text(self) -> str:
+        """'band 0.58–1.15× of the estimate (8 in 10 held-out vllm|Hopper measurements)'."""
+        band = self.estimate.band
+        return (
+            f"band {band.low_ratio:.2f}–{band.high_ratio:.2f}× of the estimate "
+            f"(8 in 10 held-out {band.group} measurements fell within)"
+        )
+
+    @property
+    def short_label(self) -> str:
+        """'estimate (band 0.58–1.15×, basis fitted)'."""
+        band = self.estimate.band
+        return f"estimate (band {band.low_ratio:.2f}–{band.high_ratio:.2f}×, basis {self.estimate.basis.kind})"
+
+    @property
+    def label(self) -> str:
+        """'estimate: band 0.58–1.15× ...; basis fitted: ...': how a page names the number."""
+        return f"estimate: {self.band_text}; basis {self.estimate.basis.text}"
+
+
+def level_at(est: Estimate, concurrency: int) -> LevelEstimate | None:
+    """The estimate's closed-loop level at this concurrency, if it has one."""
+    return next((lv for lv in est.levels if lv.concurrency == concurrency), None)
+
+
+def operating_point(request: PerfRequest, calibrations: Sequence[Calibration] = ()) -> OperatingPoint:
+    """Estimate the configuration and pick its SLO operating point (perf caches repeated requests).
+
+    Raises PerfError (a message naming the field) or NoEstimateError (an engine without a step-time model).
+    """
+    est = estimate(request.model_copy(update={"concurrency": tuple({1, *request.concurrency})}), calibrations)
+    if est.slo_level is not None:
+        return OperatingPoint(estimate=est, level=est.slo_level, meets_slo=True)
+    first = level_at(est, 1)
+    if first is None:  # concurrency 1 is always asked for above
+        raise PerfError("concurrency: the estimate has no level at concurrency 1")
+    return OperatingPoint(estimate=est, level=first, meets_slo=False)
+
+
+def perf_request(inputs: TcoInputs, concurrency: tuple[int, ...] = (1,)) -> PerfRequest:
+    """The estimate the cost page's "Estimate throughput" asks for: its GPU, count, model, engine and tokens."""
+    if inputs.gpu == CUSTOM_GPU:
+        raise PerfError("gpu: pick a catalog GPU to estimate its throughput (a custom GPU has no datasheet)")
+    try:
+        return PerfRequest(
+            gpu=inputs.gpu,
+            gpus=inputs.gpus_per_replica,
+            model=inputs.model,
+            engine=inputs.engine,
+            quant=inputs.quant_method,
+            input_tokens=max(inputs.in_tokens_per_request, 1),
+            output_tokens=inputs.out_tokens_per_request,
+            concurrency=concurrency,
+            slo=Slo(ttft_p50_ms=inputs.ttft_p50_ms, ttft_p99_ms=inputs.ttft_p99_ms, tpot_p50_ms=inputs.tpot_p50_ms),
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"{e['loc'][0] if e.get('loc') else 'input'}: {e['msg']}" for e in exc.errors())
+        raise PerfError(f"cannot estimate these inputs ({problems})") from exc
+
+
+def estimate_tps(inputs: TcoInputs, calibrations: Sequence[Calibration] = ()) -> OperatingPoint:
+    """The cost page's estimated throughput: the SLO operating point of its GPU x count, model, engine, tokens."""
+    return operating_point(perf_request(inputs), calibrations)
+
+
+def split_context(context_tokens: int) -> tuple[int, int]:
+    """An advisor's context as (input, output) tokens per request: the cost page's default output, the rest input."""
+    output = min(TcoInputs().out_tokens_per_request, max(context_tokens // 2, 1))
+    return context_tokens - output, output
+
+
+class AdviceEstimate(BaseModel):
+    """perf's estimate for one engine of an advice, at the advice's concurrency and at the SLO operating point."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine: str
+    engine_name: str
+    quant: str
+    input_tokens: int
+    output_tokens: int
+    target_concurrency: int
+    at_target: LevelEstimate | None = None
+    point: OperatingPoint | None = None
+    missing: str = ""  # why there is no estimate ('' when there is one)
+
+
+def estimate_advice(
+    advice: Advice, *, runner_up: bool = False, calibrations: Sequence[Calibration] = ()
+) -> AdviceEstimate:
+    """The estimate for the advice's engine, or its runner-up with the quantization the advisor picks for it.
+
+    Only engines with a step-time model (perf.ENGINE_FAMILIES) get one; `missing` says why not otherwise.
+    """
+    request = advice.request
+    engine, quant = advice.engine, advice.quantization
+    if runner_up:
+        engine = advice.runner_up
+        if engine in ENGINE_FAMILIES:
+            quant = advise(request.model_copy(update={"engine": engine, "quant": AUTO})).quantization
+    in_tokens, out_tokens = split_context(advice.memory.context_tokens)
+    base = AdviceEstimate(
+        engine=engine,
+        engine_name=get_engine(engine).name,
+        quant=quant,
+        input_tokens=in_tokens,
+        output_tokens=out_tokens,
+        target_concurrency=request.concurrency,
+    )
+    if engine not in ENGINE_FAMILIES:
+        return base.model_copy(update={"missing": f"no estimate for {base.engine_name}"})
+    if request.model == CUSTOM_MODEL:
+        return base.model_copy(update={"missing": "no estimate for a custom model (perf knows the catalog's models)"})
+    try:
+        point = operating_point(
+            PerfRequest(
+                gpu=advice.gpu_id,
+                gpus=request.gpus,
+                model=advice.model_id,
+                engine=engine,
+                quant=quant,
+                input_tokens=max(in_tokens, 1),
+                output_tokens=out_tokens,
+                concurrency=(request.concurrency,),
+            ),
+            calibrations,
+        )
+    except PerfError as exc:
+        return base.model_copy(update={"missing": f"no estimate for {base.engine_name}: {exc}"})
+    return base.model_copy(update={"point": point, "at_target": level_at(point.estimate, request.concurrency)})

@@ -1,0 +1,157 @@
+"""The comparison page under AppTest: it ranks, the link round-trips, a bad link warns once; and the estimates on
+/selector and /tco: shown with band and basis, carried by "Price this", filled into the cost page on request."""
+
+from urllib.parse import parse_qsl
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from selector import AdviceRequest, advise
+from tco.throughput import estimate_advice
+from tests.pages.apptest import metric, open_page, texts
+
+NARROW = {"engines": "vllm", "counts": "1"}  # about 90 options: a few seconds to estimate cold
+TIMEOUT_S = 180
+
+
+@pytest.fixture(autouse=True)
+def _fresh_db(database_url: str) -> None:
+    from ui.resources import get_engine
+
+    get_engine.clear()
+
+
+def _params(at: AppTest) -> dict[str, str]:
+    return {
+        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
+        for k in at.query_params
+    }
+
+
+def _links(at: AppTest) -> dict[str, dict[str, str]]:
+    """The first link to each page: page -> its query parameters."""
+    found: dict[str, dict[str, str]] = {}
+    for link in at.get("page_link"):
+        found.setdefault(link.proto.page, dict(parse_qsl(link.proto.query_string)))
+    return found
+
+
+# --- /compare -------------------------------------------------------------------------------------------------------
+
+
+def test_compare_ranks_the_options_with_links_to_the_other_pages() -> None:
+    at = open_page("compare", NARROW, timeout_s=TIMEOUT_S)
+    assert not at.exception and not at.error and not at.warning
+    table = at.dataframe[0].value
+    assert len(table) > 20
+    assert list(table["rank"][:3]) == [1, 2, 3]
+    costs = list(table["per 1M output tokens (CNY)"][table["SLO"] == "meets"])
+    assert costs == sorted(costs)
+    assert (table["engine"] == "vLLM").all() and (table["GPUs per replica"] == 1).all()
+    top = table.iloc[0]
+    assert metric(at, "Per million output tokens").endswith(" CNY")
+    assert metric(at, "GPUs needed") == f"{top['GPUs in all']:,}"
+    assert metric(at, "Tok/s per replica (estimate)") == f"{top['tok/s per replica']:,.0f} tok/s"
+    assert any("8 in 10 held-out measurements" in c and "Basis" in c for c in texts(at.caption))
+    assert top["cost calculator"].startswith("/tco?") and top["engine advisor"].startswith("/selector?")
+    links = _links(at)
+    assert links["tco"]["tps"] == f"{top['tok/s per replica']:g}" and links["tco"]["tps_source"] == "estimate"
+    assert links["tco"]["gpu"] == links["selector"]["gpu"]
+    assert "/tco?" + "&".join(f"{k}={v}" for k, v in links["tco"].items()) == top["cost calculator"]
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_compare_link_round_trip() -> None:
+    at = open_page("compare", {**NARROW, "traffic": "5000000", "currency": "USD"}, timeout_s=TIMEOUT_S)
+    assert _params(at) == {**NARROW, "traffic": "5000000", "currency": "USD"}
+    at.segmented_control(key="compare.rank_by").set_value("fleet").run()
+    at.number_input(key="compare.tpot_p50").set_value(40.0).run()
+    params = _params(at)
+    assert params == {**NARROW, "traffic": "5000000", "currency": "USD", "rank_by": "fleet", "tpot_p50": "40"}
+    fleets = list(at.dataframe[0].value["fleet per month (USD)"])
+    assert fleets[:5] == sorted(fleets[:5])
+    again = open_page("compare", params, timeout_s=TIMEOUT_S)
+    assert again.number_input(key="compare.tpot_p50").value == 40.0
+    assert again.segmented_control(key="compare.rank_by").value == "fleet"
+    assert metric(again, "Fleet per month") == metric(at, "Fleet per month")
+    assert again.dataframe[0].value.iloc[:5].equals(at.dataframe[0].value.iloc[:5])
+
+
+@pytest.mark.parametrize(("bad", "named"), [({"tpot_p50": "-5"}, "`tpot_p50`"), ({"prices": "Z9000:3"}, "`prices`")])
+def test_compare_bad_link_warns_once_naming_the_parameter(bad: dict[str, str], named: str) -> None:
+    at = open_page("compare", {**NARROW, **bad}, timeout_s=TIMEOUT_S)
+    assert not at.exception
+    warnings = texts(at.warning)
+    assert len(warnings) == 1 and named in warnings[0]
+    assert len(at.dataframe[0].value) > 20  # the default took its place; the page still ranks
+    assert next(iter(bad)) not in _params(at)
+
+
+# --- /selector --------------------------------------------------------------------------------------------------------
+
+
+def test_selector_shows_the_estimates_and_price_this_carries_the_throughput() -> None:
+    link = {"gpu": "H100", "gpus": "2", "model": "llama3.1-70b", "context": "1200", "concurrency": "8"}
+    at = open_page("selector", link)
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert labels.count("TTFT p50 (estimate)") == 2  # the recommendation and the runner-up
+    assert labels.count("TPOT p50 (estimate)") == 2
+    assert labels.count("Output tok/s (estimate)") == 2
+    assert labels.count("Max in SLO (estimate)") == 2
+    captions = texts(at.caption)
+    assert sum("estimate: band" in c and "basis" in c for c in captions) == 2
+    advice = advise(AdviceRequest.model_validate(link))
+    chosen = estimate_advice(advice)
+    assert chosen.point is not None and chosen.at_target is not None
+    assert metric(at, "TTFT p50 (estimate)") == f"{chosen.at_target.ttft_ms.p50:,.0f} ms"
+    price = _links(at)["tco"]
+    assert price["tps"] == f"{chosen.point.output_tok_s:g}"
+    assert price["tps_source"] == "estimate"
+    assert (price["model"], price["gpu"], price["quant_method"]) == (
+        "llama3.1-70b",
+        "h100-80gb-sxm",
+        advice.quantization,
+    )
+    assert (price["in_tokens"], price.get("out_tokens", "200")) == ("1000", "200")
+
+
+def test_selector_says_no_estimate_for_an_engine_without_a_model() -> None:
+    at = open_page("selector", {"gpu": "RTX 4090", "deploy": "edge"})
+    assert not at.exception
+    captions = texts(at.caption)
+    assert any(c.startswith("no estimate for llama.cpp") for c in captions)
+    assert "tps" not in _links(at)["tco"]  # nothing estimated, nothing carried
+
+
+# --- /tco -------------------------------------------------------------------------------------------------------------
+
+
+def test_tco_fills_the_throughput_from_an_estimate_and_a_typed_one_replaces_it() -> None:
+    at = open_page("tco", {"gpu": "h100", "currency": "USD", "price": "1.99", "gpus": "2", "model": "llama3.1-70b"})
+    at.selectbox(key="tco.quant_method").set_value("fp8").run()
+    at.button(key="tco.apply_estimate").click().run()
+    assert not at.exception and not at.error
+    tps = at.number_input(key="tco.tps").value
+    assert tps != 588
+    params = _params(at)
+    assert params["tps"] == f"{tps:g}" and params["tps_source"] == "estimate" and params["quant_method"] == "fp8"
+    assert any(s.startswith(f"Applied {tps:,.6g} tok/s") and "basis" in s for s in texts(at.success))
+    note = next(i for i in texts(at.info) if i.startswith("Throughput"))
+    assert "estimate: band" in note and "basis fitted" in note
+    # The cost follows the estimated throughput: 1.99 USD x 2 GPUs over tps / 200 requests/s.
+    assert metric(at, "Requests/s per replica") == f"{tps / 200:,.2f}"
+    # The user overwrites it by hand: it is theirs now.
+    at.number_input(key="tco.tps").set_value(1000.0).run()
+    assert "tps_source" not in _params(at)
+    assert not any(i.startswith("Throughput") for i in texts(at.info))
+
+
+def test_tco_link_marked_estimate_shows_band_and_basis_and_says_when_stale() -> None:
+    link = {"gpu": "h100", "gpus": "2", "model": "llama3.1-70b", "tps_source": "estimate", "tps": "1"}
+    at = open_page("tco", link)
+    note = next(i for i in texts(at.info) if i.startswith("Throughput"))
+    assert "estimate: band" in note and "apply it again" in note  # 1 tok/s is not what these inputs estimate
+    custom = open_page("tco", {"gpu": "custom", "tps_source": "estimate"})
+    assert any("marked as an estimate" in w and "catalog GPU" in w for w in texts(custom.warning))
+    assert not custom.exception
