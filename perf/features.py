@@ -13,7 +13,11 @@ The fitted step time is theta . features(step) with theta >= 0 per engine family
 """
 
 import math
+from collections.abc import Callable
+from typing import cast
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from catalog import Gpu
@@ -24,6 +28,9 @@ from selector.quantization import expert_weights_bytes, get_quant, weights_bytes
 
 FEATURES = ("roof", "overlap", "kv", "comm", "collectives", "hops", "step", "layer", "seq", "token", "routed")
 """Names of the fitted features, in the order of theta."""
+
+Array = npt.NDArray[np.float64]
+Num = float | Array  # a feature's arguments: one step's floats, or one numpy column per argument over many steps
 
 ACTIVATION_BYTES = 2  # activations travel between GPUs in 16 bits
 
@@ -99,11 +106,11 @@ class StepCost:
         self.routed_per_token = self.top_k * self.moe_layers / t if model.is_moe else 0.0
         self.draft_share = draft_share  # a draft model's step as a share of the target's weight reads
 
-    def distinct_experts(self, tokens: float) -> float:
-        """Expected experts a step's `tokens` route to in one layer (uniform routing)."""
-        if not self.experts or tokens <= 0:
+    def distinct_experts(self, tokens: Num) -> Num:
+        """Expected experts a step's `tokens` route to in one layer (uniform routing; 0 for no tokens)."""
+        if not self.experts:
             return 0.0
-        return float(self.experts * (1.0 - (1.0 - self.top_k / self.experts) ** tokens))
+        return self.experts * (1.0 - (1.0 - self.top_k / self.experts) ** tokens)
 
     def features(
         self,
@@ -121,25 +128,54 @@ class StepCost:
         new tokens x (earlier context + half the chunk) (the causal attention pairs); `prefill_ctx` the context
         the chunks attend to.
         """
-        ranks = self.ranks
-        tokens = decode_seqs * tokens_per_decode + prefill_tokens
-        weights = self.dense_read_bytes + self.expert_layer_bytes * self.distinct_experts(tokens)
         capped = decode_ctx  # the context windowed layers read: at most the window per sequence
         if self.window and decode_seqs:
             capped = decode_seqs * min(decode_ctx / decode_seqs, self.window)
+        args = (decode_seqs, decode_ctx, prefill_tokens, prefill_pairs, prefill_ctx, prefill_seqs, tokens_per_decode)
+        return cast(tuple[float, ...], self._terms(*args, capped=capped, high=max, low=min))
+
+    def features_matrix(self, steps: Array) -> Array:
+        """features() of many steps at once: one row of features() arguments per step in, one feature row out."""
+        decode_seqs = steps[:, 0]
+        decode_ctx = steps[:, 1]
+        capped = decode_ctx
+        if self.window:
+            per_seq = np.divide(decode_ctx, decode_seqs, out=np.zeros_like(decode_ctx), where=decode_seqs > 0)
+            capped = np.where(decode_seqs > 0, decode_seqs * np.minimum(per_seq, self.window), decode_ctx)
+        terms = self._terms(*(steps[:, i] for i in range(7)), capped=capped, high=np.maximum, low=np.minimum)
+        return np.column_stack([np.broadcast_to(t, decode_seqs.shape) for t in terms])
+
+    def _terms(
+        self,
+        decode_seqs: Num,
+        decode_ctx: Num,
+        prefill_tokens: Num,
+        prefill_pairs: Num,
+        prefill_ctx: Num,
+        prefill_seqs: Num,
+        tokens_per_decode: Num,
+        *,
+        capped: Num,
+        high: Callable[[Num, Num], Num],
+        low: Callable[[Num, Num], Num],
+    ) -> tuple[Num, ...]:
+        """The formula behind features() and features_matrix(), for a float or for numpy columns alike."""
+        ranks = self.ranks
+        tokens = decode_seqs * tokens_per_decode + prefill_tokens
+        weights = self.dense_read_bytes + self.expert_layer_bytes * self.distinct_experts(tokens)
         kv_bytes = (self.kv_full * (decode_ctx + prefill_ctx) + self.kv_window * (capped + prefill_ctx)) / ranks
         kv = kv_bytes * self.mem_s
         mem = weights * self.mem_s + kv
         pairs = decode_ctx * tokens_per_decode + prefill_pairs
         window_pairs = capped * tokens_per_decode + prefill_pairs
         compute = tokens * self.gemm_flops_per_token * self.gemm_s
-        compute += (self.attn_full * pairs + self.attn_window * window_pairs) * self.attn_s / ranks
+        compute = compute + (self.attn_full * pairs + self.attn_window * window_pairs) * self.attn_s / ranks
         comm = tokens / ranks * self.comm_bytes_per_token * self.comm_s
         draft = self.draft_share * weights * self.mem_s
         seqs = (decode_seqs + prefill_seqs) / ranks
         return (
-            max(mem, compute) + draft,
-            min(mem, compute),
+            high(mem, compute) + draft,
+            low(mem, compute),
             kv,
             comm,
             self.collectives,

@@ -4,11 +4,15 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from perf.hardware import model_facts
 from perf.inputs import Slo
+from perf.replay import replayed_closed_loop
 from perf.result import LevelEstimate, Percentiles
-from perf.simulate import Engine, Outcome, Workload, closed_loop, poisson
+from perf.simulate import Engine, Workload, poisson
+
+Array = npt.NDArray[np.float64]
 
 
 def _sim_int(key: str) -> int:
@@ -17,20 +21,39 @@ def _sim_int(key: str) -> int:
     return value
 
 
+def _quantiles(values: Array, *qs: float) -> list[float]:
+    """Linear-interpolation percentiles (numpy's default) of one sorted copy, cheaper than np.percentile per call."""
+    ordered = np.sort(values)
+    last = len(ordered) - 1
+    out = []
+    for q in qs:
+        pos = q / 100 * last
+        lo = int(pos)
+        hi = min(lo + 1, last)
+        out.append(float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)))
+    return out
+
+
 def summarise(
-    outcome: Outcome, workload: Workload, slo: Slo, *, concurrency: int | None, rate: float | None
+    times: tuple[Array, Array, Array],
+    span_s: float,
+    preemptions: int,
+    workload: Workload,
+    slo: Slo,
+    *,
+    concurrency: int | None,
+    rate: float | None,
 ) -> LevelEstimate:
-    """One level's figures from its simulated requests."""
-    reqs = outcome.requests
-    ttft = np.array([(r.first - r.arrival) * 1000 for r in reqs])
+    """One level's figures from its requests' arrival, first-token and finish times (seconds)."""
+    arrival, first, finish = times
+    ttft = (first - arrival) * 1000
+    e2e = (finish - arrival) * 1000
     per_token = max(workload.output_tokens - 1, 1)
-    tpot = np.array([(r.finish - r.first) * 1000 / per_token for r in reqs]) if workload.output_tokens > 1 else None
-    e2e = np.array([(r.finish - r.arrival) * 1000 for r in reqs])
-    span = max(outcome.span_s, 1e-9)
-    req_s = len(reqs) / span
-    ttft_p50, ttft_p99 = (float(v) for v in np.percentile(ttft, [50, 99]))
-    tpot_p50 = float(np.median(tpot)) if tpot is not None else 0.0
-    e2e_p50 = float(np.median(e2e))
+    span = max(span_s, 1e-9)
+    req_s = len(arrival) / span
+    ttft_p50, ttft_p99 = _quantiles(ttft, 50, 99)
+    tpot_p50 = _quantiles((finish - first) * 1000 / per_token, 50)[0] if workload.output_tokens > 1 else 0.0
+    e2e_p50 = _quantiles(e2e, 50)[0]
     meets = ttft_p50 <= slo.ttft_p50_ms and ttft_p99 <= slo.ttft_p99_ms and tpot_p50 <= slo.tpot_p50_ms
     return LevelEstimate(
         concurrency=concurrency,
@@ -41,7 +64,7 @@ def summarise(
         tpot_ms=Percentiles(p50=round(tpot_p50, 3)),
         e2e_ms=Percentiles(p50=round(e2e_p50, 3)),
         mean_running=round(req_s * float(np.mean(e2e)) / 1000, 3),
-        preemptions=outcome.preemptions,
+        preemptions=preemptions,
         meets_slo=meets,
     )
 
@@ -53,14 +76,16 @@ def closed_loop_requests(concurrency: int) -> int:
 
 def closed_level(engine: Engine, workload: Workload, slo: Slo, concurrency: int) -> LevelEstimate:
     """`concurrency` users in a closed loop (all starting at once, as the probe does), every request counted."""
-    outcome = closed_loop(engine, workload, concurrency, closed_loop_requests(concurrency))
-    return summarise(outcome, workload, slo, concurrency=concurrency, rate=None)
+    run = replayed_closed_loop(engine, workload, concurrency, closed_loop_requests(concurrency))
+    times = (run.arrival_s, run.first_s, run.finish_s)
+    return summarise(times, run.span_s, run.preemptions, workload, slo, concurrency=concurrency, rate=None)
 
 
 def poisson_level(engine: Engine, workload: Workload, slo: Slo, rate_rps: float) -> LevelEstimate:
     """Poisson arrivals at `rate_rps` (seeded)."""
     outcome = poisson(engine, workload, rate_rps, _sim_int("poisson_requests"), _sim_int("poisson_seed"))
-    return summarise(outcome, workload, slo, concurrency=None, rate=rate_rps)
+    times = outcome.times_s()
+    return summarise(times, outcome.span_s, outcome.preemptions, workload, slo, concurrency=None, rate=rate_rps)
 
 
 def search_concurrency(level: Callable[[int], LevelEstimate], ceiling: int) -> int | None:

@@ -62,6 +62,9 @@ class Request:
     phi_first: Vector | None = None
     phi_finish: Vector | None = None
     prefilled: float = 0.0  # of the current prefill pass
+    arrival_step: int = 0  # steps (or jumps) run before it arrived, reached its first token, finished
+    first_step: int = 0
+    finish_step: int = 0
 
 
 @dataclass
@@ -72,6 +75,29 @@ class Outcome:
     preemptions: int
     span_s: float
     theta: tuple[float, ...] = field(default=())
+
+    def times_s(self) -> tuple[Vector, Vector, Vector]:
+        """Arrival, first-token and finish times of the requests, in finish order."""
+        reqs = self.requests
+        return (
+            np.fromiter((r.arrival for r in reqs), float, len(reqs)),
+            np.fromiter((r.first for r in reqs), float, len(reqs)),
+            np.fromiter((r.finish for r in reqs), float, len(reqs)),
+        )
+
+
+@dataclass
+class Trace:
+    """What a closed loop did, independent of how long a step takes (see perf/replay.py).
+
+    `steps` holds one row per step or decode jump: the arguments of StepCost.features and the number of steps.
+    `need_tokens` is the most KV the run ever compared against the capacity: any capacity at least this large
+    (or the capacity it ran with) gives the same schedule.
+    """
+
+    steps: list[tuple[float, ...]]
+    need_tokens: float
+    capacity_tokens: int
 
 
 def _decode_steps(workload: Workload, accepted: float) -> int:
@@ -99,12 +125,21 @@ class _Sim:
         self.preemptions = 0
         self.done: list[Request] = []
         self.order = 0
+        self.trace: list[tuple[float, ...]] = []
+        self.need = 0.0
 
     # -- the clock ---------------------------------------------------------------------------------------------
-    def _advance(self, feats: tuple[float, ...], steps: int = 1) -> None:
+    def _advance(self, inputs: tuple[float, ...], steps: int = 1) -> None:
+        feats = self.e.cost.features(*inputs)
         self.time += steps * sum(t * f for t, f in zip(self.theta_values, feats, strict=True))
         if self.collect:
             self.phi += steps * np.asarray(feats, dtype=np.float64)
+        self.trace.append((*inputs, float(steps)))
+
+    def _needs(self, tokens: float) -> None:
+        """The KV the scheduler is about to compare with the capacity (for Trace.need_tokens)."""
+        if tokens > self.need:
+            self.need = tokens
 
     def _mark(self) -> Vector | None:
         return self.phi.copy() if self.collect else None
@@ -119,6 +154,7 @@ class _Sim:
             to_prefill=float(w.input_tokens - w.cached_tokens),
             decode_steps=_decode_steps(w, self.e.accepted_per_step),
             phi_arrival=self._mark(),
+            arrival_step=len(self.trace),
         )
 
     def _ctx_of(self, r: Request) -> float:
@@ -137,6 +173,7 @@ class _Sim:
     def _finish(self, r: Request) -> None:
         r.finish = self.time
         r.phi_finish = self._mark()
+        r.finish_step = len(self.trace)
         self.done.append(r)
 
     def _pop_finished(self) -> list[Request]:
@@ -159,6 +196,7 @@ class _Sim:
 
     def _preempt_for(self, growth: float) -> None:
         """Preempt the newest decoders until the cache can take `growth` more tokens."""
+        self._needs(self.used + growth * self.n_dec)
         while self.n_dec and self.used + growth * self.n_dec > self.e.kv_capacity_tokens:
             order, r = self.joined.pop()
             if self.join_order.get(r.index) != order:
@@ -194,6 +232,8 @@ class _Sim:
         while self.waiting and budget > 0 and seats > 0:
             r = self.waiting[0]
             take = min(r.to_prefill, budget)
+            if self.n_dec or self.prefilling:
+                self._needs(self.used + r.context)
             if self.used + r.to_prefill + (r.context - r.to_prefill) > e.kv_capacity_tokens and (
                 self.n_dec or self.prefilling
             ):
@@ -218,7 +258,7 @@ class _Sim:
             tokens += take
             pairs += take * (before + take / 2)
             pctx += before
-        self._advance(e.cost.features(self.n_dec, self.ctx_dec, tokens, pairs, pctx, len(chunks), e.computed_per_step))
+        self._advance((self.n_dec, self.ctx_dec, tokens, pairs, pctx, len(chunks), e.computed_per_step))
         if self.n_dec:
             self.step_no += 1
             grow = self.n_dec * e.accepted_per_step
@@ -235,6 +275,7 @@ class _Sim:
             if math.isnan(r.first):
                 r.first = self.time
                 r.phi_first = self._mark()
+                r.first_step = len(self.trace)
             if r.decode_steps <= 0:
                 self.used -= r.context
                 self._finish(r)
@@ -247,6 +288,7 @@ class _Sim:
         e = self.e
         k = max(self.heap[0][0] - self.step_no, 1)
         growth = self.n_dec * e.accepted_per_step
+        self._needs(self.used + growth * k)
         room = math.floor((e.kv_capacity_tokens - self.used) / growth) if growth else k
         k = max(1, min(k, room))
         cost = e.cost
@@ -256,7 +298,7 @@ class _Sim:
             last = float(self.theta @ np.asarray(cost.features(self.n_dec, last_ctx, 0, 0, 0, 0, 1.0)))
             k = min(k, _steps_to_reach(next_arrival - self.time, first, last, k))
         mid = self.ctx_dec + growth * (k - 1) / 2
-        self._advance(cost.features(self.n_dec, mid, 0.0, 0.0, 0.0, 0.0, e.computed_per_step), k)
+        self._advance((self.n_dec, mid, 0.0, 0.0, 0.0, 0.0, e.computed_per_step), k)
         self.step_no += k
         self.ctx_dec += growth * k
         self.used += growth * k
@@ -292,6 +334,13 @@ def closed_loop(
     engine: Engine, workload: Workload, concurrency: int, requests: int, *, collect: bool = False
 ) -> Outcome:
     """`concurrency` users, each sending its next request when the last one ends, until `requests` are done."""
+    return traced_closed_loop(engine, workload, concurrency, requests, collect=collect)[0]
+
+
+def traced_closed_loop(
+    engine: Engine, workload: Workload, concurrency: int, requests: int, *, collect: bool = False
+) -> tuple[Outcome, Trace]:
+    """closed_loop, and the trace of its schedule for replaying it at another step cost."""
     _check(engine, workload)
     sim = _Sim(engine, workload, collect)
     issued = 0
@@ -306,7 +355,8 @@ def closed_loop(
             if issued < requests:
                 sim.waiting.append(sim.new_request(issued, sim.time))
                 issued += 1
-    return Outcome(requests=sim.done, preemptions=sim.preemptions, span_s=sim.time, theta=engine.theta)
+    outcome = Outcome(requests=sim.done, preemptions=sim.preemptions, span_s=sim.time, theta=engine.theta)
+    return outcome, Trace(steps=sim.trace, need_tokens=sim.need, capacity_tokens=engine.kv_capacity_tokens)
 
 
 def poisson(engine: Engine, workload: Workload, rate_rps: float, requests: int, seed: int) -> Outcome:
