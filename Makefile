@@ -81,6 +81,11 @@ engine-flags: $(VENV)/.run-deps
 	python3 scripts/engine_flags.py specs --engines vllm sglang lmdeploy llama.cpp
 	$(BIN)/python scripts/engine_flags.py check
 
+## estimate-speed: time perf.estimate() over about 3,000 configurations (p50/p95/p99); see docs/performance.md
+.PHONY: estimate-speed
+estimate-speed: $(VENV)/.run-deps
+	$(BIN)/python bench/estimate_speed.py
+
 ## perf-model: refit the performance model, validate it held out, rewrite docs/performance-model.md (about a minute)
 .PHONY: perf-model
 perf-model: $(VENV)/.run-deps

@@ -8,7 +8,7 @@ from perf.calibrate import Correction, correction
 from perf.coefficients import NEW_ARCH, band_key, load_coefficients, theta_for
 from perf.errors import NoEstimateError, PerfError
 from perf.features import ReplicaShape
-from perf.fitset import Point, load_points
+from perf.fitset import Point, published_points
 from perf.hardware import model_facts
 from perf.inputs import ENGINE_FAMILIES, PerfRequest, Slo
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
@@ -79,12 +79,10 @@ def _speculation(request: PerfRequest, model: ModelSpec) -> tuple[float, float, 
 
 
 def _matching_published(gpu: Gpu, model: ModelSpec, engine: str, quant: str, gpus: int) -> list[Point]:
-    points, _ = load_points()
     return [
         p
-        for p in points
-        if p.source == "published"
-        and (p.gpu, p.model, p.engine, p.quant, p.shape.gpus) == (gpu.id, model.id, engine, quant, gpus)
+        for p in published_points()
+        if (p.gpu, p.model, p.engine, p.quant, p.shape.gpus) == (gpu.id, model.id, engine, quant, gpus)
         and p.concurrency
     ]
 

@@ -119,6 +119,12 @@ def _aiconfigurator() -> tuple[list[Point], dict[str, int]]:
     return points, left_out
 
 
+@cache
+def published_points() -> tuple[Point, ...]:
+    """The published measurements alone (an estimate looks here for ones of its own configuration)."""
+    return tuple(_published())
+
+
 def _published() -> list[Point]:
     path = DATA / str(_section("published")["file"])
     if not path.exists():
