@@ -1,0 +1,630 @@
+"""Trace replay groundwork: stream request traces (Mooncake JSONL, Azure 2023 CSV, plain CSV) and size their prompts.
+
+Formats (``TraceFormat``; each line becomes one ``TraceRequest``):
+
+- ``mooncake``: JSONL, ``{"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [ints]}``;
+  ``hash_ids`` is optional, each id names one block of ``BLOCK_TOKENS`` (512) prompt tokens.
+- ``azure``: the Azure LLM inference 2023 CSV, header ``TIMESTAMP,ContextTokens,GeneratedTokens``; the time is
+  ``2023-11-16 18:17:03.9799600`` (up to 9 fractional digits, an optional ``Z``/``+hh:mm`` suffix), read exactly in
+  integer nanoseconds (``datetime`` takes only 6 digits, and float epoch seconds would lose the 7th).
+- ``csv``: the user's own CSV with the header ``timestamp_s,input_tokens,output_tokens`` (any column order).
+
+Rules for every format: lines are numbered from 1 as in an editor (a CSV header is line 1); blank lines are skipped;
+lengths are whole numbers >= 1 (``12.0`` is accepted); times must not go back (requests are streamed in file order);
+files are read as UTF-8 (a byte-order mark is dropped, undecodable bytes make their line malformed).
+
+Use, in this order (nothing is sent before step 2 passed)::
+
+    path, fmt = resolve_trace("azure-conv")            # a built-in name, or a path with fmt (None: sniffed)
+    summary = check_trace(path, fmt, start_s=0, duration_s=600, limit=None, speed=10)  # TraceError: do not send
+    # compare summary.requests with the per-run request cap; summary.duration_s is the replay's wall-clock length
+    builder = TracePromptBuilder(seed=run_seed)        # a fresh seed per run keeps an earlier run's cache out
+    for words in CALIBRATION_WORDS:                    # two short requests, max_tokens=1, the replay's API and
+        send builder.calibration_prompt(words)         # message shape (chat template included); read
+    builder.calibrate(w1, tokens1, (w2, tokens2))      # usage.prompt_tokens of each
+    for req in read_trace(path, fmt, start_s=0, duration_s=600, speed=10):  # streamed, one request at a time
+        send builder.prompt(req) at start + req.arrival_s, max_tokens=req.output_tokens, ignore_eos where supported
+
+``check_trace`` validates the whole file in one streaming pass and raises ``TraceError`` listing the first problems
+with their line numbers (``line 17: output_length is not a whole number >= 1 ('-3')``); ``read_trace`` yields the
+slice and raises ``TraceError`` at the first bad line it meets (only if the file changed after the check). Memory stays
+flat: one line at a time (``check_trace`` keeps 16 bytes per selected request for the medians).
+
+Slicing: a request is kept when its original offset from the trace's first request lies in
+``[start_s, start_s + duration_s)``, at most ``limit`` of them; ``arrival_s`` is its offset from the first kept
+request divided by ``speed`` (speed 10 replays ten times faster).
+
+Prompts: ``TracePromptBuilder.prompt`` writes ``words_for(input_tokens)`` common words (``VOCABULARY``, about one
+token each). A Mooncake request starts with one block per hash id, in order: the same id gives byte-identical text,
+different ids differ from their first word (a number naming the block), so the server's prefix cache sees exactly the
+trace's sharing; the last block is cut when the input is shorter than the blocks. The rest is filler unique to the
+request (it starts with a number naming the line, odd where block numbers are even). The builder is sized by a
+``Calibration``: ``server tokens = overhead_tokens + tokens_per_word * words``. Two calibration requests of different
+sizes give both (slope and intercept, which absorbs the chat template); one request gives the slope through the
+overhead already set (0 by default: right for the completions API, not for chat). The numbers naming blocks and lines
+may cost a few tokens more than a word; that is under 1% of a 512-token block and of the traces' median prompts.
+Building a 14,000-token prompt takes about a millisecond (blocks are cached): build it ahead of its send time.
+
+Built-in traces (``BUILTIN_TRACES``, CC-BY 4.0, see ``data/traces/ATTRIBUTION.md``): ``azure-code`` has 8,819
+requests over 3,435.9 s (median input 1,469 and output 13 tokens; idle gaps of up to 217 s), ``azure-conv`` 19,366
+over 3,501.7 s (median 1,020 and 129). Whole, azure-conv is over the default per-run cap of 10,000 requests: give a
+duration or a limit. ``read_trace`` keeps its file open until exhausted; close it (``contextlib.closing``) on cancel.
+"""
+
+import csv
+import json
+import math
+import random
+import re
+import statistics
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+from pathlib import Path
+from typing import TextIO
+
+from probes.errors import WorkloadError
+from probes.workloads import VOCABULARY
+
+BLOCK_TOKENS = 512  # Mooncake: one hash id names this many prompt tokens
+MAX_PROBLEMS = 20  # problems listed in a TraceError
+CALIBRATION_WORDS = (64, 512)  # the two calibration prompt sizes the runner is advised to send
+TRACES_DIR = Path(__file__).parent / "data" / "traces"
+BUILTIN_TRACES = {
+    "azure-code": TRACES_DIR / "azure_llm_inference_2023_code.csv",
+    "azure-conv": TRACES_DIR / "azure_llm_inference_2023_conv.csv",
+}
+
+
+class TraceFormat(StrEnum):
+    """How a trace file is written."""
+
+    MOONCAKE = "mooncake"  # JSONL: timestamp (ms), input_length, output_length, hash_ids
+    AZURE = "azure"  # Azure LLM inference 2023 CSV: TIMESTAMP, ContextTokens, GeneratedTokens
+    CSV = "csv"  # timestamp_s, input_tokens, output_tokens
+
+
+class TraceError(WorkloadError):
+    """A trace cannot be used; ``problems`` lists the first malformed lines, ``problem_count`` counts them all."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = (), problem_count: int = 0) -> None:
+        super().__init__(message)
+        self.problems = problems
+        self.problem_count = problem_count
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRequest:
+    """One request of a trace: its file line, when to send it (s after the first kept request) and its lengths."""
+
+    line: int
+    arrival_s: float
+    input_tokens: int
+    output_tokens: int
+    hash_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """What ``check_trace`` found: the whole file's extent and the selected slice's requests and lengths."""
+
+    path: Path
+    fmt: TraceFormat
+    requests_in_file: int
+    trace_duration_s: float  # first to last request of the file, trace time
+    requests: int  # selected by the slice
+    duration_s: float  # first to last selected request, replay time (divided by the speed)
+    input_tokens_mean: float
+    input_tokens_median: float
+    input_tokens_max: int
+    output_tokens_mean: float
+    output_tokens_median: float
+    output_tokens_max: int
+    requests_with_hash_ids: int
+
+    @property
+    def request_rate_rps(self) -> float | None:
+        """Mean requests per second of the replay (None for a single request or no time span)."""
+        return (self.requests - 1) / self.duration_s if self.requests > 1 and self.duration_s > 0 else None
+
+
+# ---- reading files ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    line: int
+    time: float | int  # the format's own unit: ms (mooncake), ns (azure), s (csv)
+    input_tokens: int
+    output_tokens: int
+    hash_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+_SECONDS_PER_UNIT = {TraceFormat.MOONCAKE: 1e-3, TraceFormat.AZURE: 1e-9, TraceFormat.CSV: 1.0}
+_COLUMNS = {
+    TraceFormat.AZURE: ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
+    TraceFormat.CSV: ("timestamp_s", "input_tokens", "output_tokens"),
+}
+_AZURE_TIME = re.compile(
+    r"\s*(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?\s*$"
+)
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _whole(value: object) -> int | None:
+    """A whole number >= 1 from JSON (int, integral float) or CSV text; None otherwise."""
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            try:
+                value = float(value)
+            except ValueError:
+                return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 1 else None
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _azure_ns(text: str) -> int | None:
+    """Nanoseconds since 0001-01-01 of ``2023-11-16 18:17:03.9799600`` (exact, any offset applied); None if bad."""
+    m = _AZURE_TIME.match(text)
+    if not m:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    try:
+        days = date(year, month, day).toordinal()
+    except ValueError:
+        return None
+    if hour > 23 or minute > 59 or second > 60:
+        return None
+    fraction, zone = m.group(7) or "", m.group(8)
+    seconds = days * 86_400 + hour * 3600 + minute * 60 + second
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    return seconds * 1_000_000_000 + int(fraction.ljust(9, "0"))
+
+
+def _mooncake_row(line: int, text: str) -> _Row | _Problem:
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return _Problem(line, f"not JSON ({exc})")
+    if not isinstance(obj, dict):
+        return _Problem(line, "not a JSON object")
+    missing = [k for k in ("timestamp", "input_length", "output_length") if k not in obj]
+    if missing:
+        return _Problem(line, f"missing {', '.join(missing)}")
+    time = _number(obj["timestamp"])
+    if time is None:
+        return _Problem(line, f"timestamp is not a number of milliseconds ({_show(obj['timestamp'])})")
+    lengths = []
+    for key in ("input_length", "output_length"):
+        n = _whole(obj[key])
+        if n is None:
+            return _Problem(line, f"{key} is not a whole number ≥ 1 ({_show(obj[key])})")
+        lengths.append(n)
+    ids = obj.get("hash_ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        return _Problem(line, f"hash_ids is not a list of whole numbers ≥ 0 ({_show(ids)})")
+    return _Row(line, time, lengths[0], lengths[1], tuple(ids))
+
+
+def _csv_rows(fmt: TraceFormat, handle: TextIO) -> Iterator[_Row | _Problem]:
+    reader = csv.reader(handle)
+    wanted = _COLUMNS[fmt]
+    try:
+        header = next(reader, None)
+        while header is not None and not any(c.strip() for c in header):
+            header = next(reader, None)
+    except csv.Error as exc:
+        yield _Problem(reader.line_num, f"not CSV ({exc})")
+        return
+    names = [c.strip().lower() for c in header or []]
+    if any(w.lower() not in names for w in wanted):
+        found = ",".join(c.strip() for c in header or []) or "nothing"
+        yield _Problem(max(reader.line_num, 1), f"the {fmt} header must name {','.join(wanted)} (found {found})")
+        return
+    at = [names.index(w.lower()) for w in wanted]
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield _Problem(reader.line_num, f"not CSV ({exc})")
+            continue
+        line = reader.line_num
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != len(names):
+            yield _Problem(line, f"expected {len(names)} fields, found {len(row)}")
+            continue
+        raw_time = row[at[0]]
+        time = _azure_ns(raw_time) if fmt == TraceFormat.AZURE else _number(raw_time)
+        if time is None:
+            what = "a date and time like 2023-11-16 18:17:03.9799600" if fmt == TraceFormat.AZURE else "a number"
+            yield _Problem(line, f"{wanted[0]} is not {what} ({_show(raw_time)})")
+            continue
+        input_tokens, output_tokens = _whole(row[at[1]]), _whole(row[at[2]])
+        if input_tokens is None or output_tokens is None:
+            k = 1 if input_tokens is None else 2
+            yield _Problem(line, f"{wanted[k]} is not a whole number ≥ 1 ({_show(row[at[k]])})")
+            continue
+        yield _Row(line, time, input_tokens, output_tokens)
+
+
+def _rows(path: Path, fmt: TraceFormat) -> Iterator[_Row | _Problem]:
+    """Every request or problem of the file, in order, one line in memory at a time; times checked not to go back."""
+    try:
+        handle = path.open(encoding="utf-8-sig", errors="replace", newline="")
+    except OSError as exc:
+        raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
+    with handle:
+        if fmt == TraceFormat.MOONCAKE:
+            source: Iterator[_Row | _Problem] = (
+                _mooncake_row(n, text) for n, text in enumerate(handle, start=1) if text.strip()
+            )
+        else:
+            source = _csv_rows(fmt, handle)
+        latest: _Row | None = None
+        for item in source:
+            if isinstance(item, _Row):
+                if latest is not None and item.time < latest.time:
+                    item = _Problem(item.line, f"goes back in time (earlier than line {latest.line}); sort the trace")
+                else:
+                    latest = item
+            yield item
+
+
+# ---- the public entry points ------------------------------------------------------------------------------------
+
+
+def _format(fmt: TraceFormat | str) -> TraceFormat:
+    try:
+        return TraceFormat(str(fmt).strip().lower())
+    except ValueError:
+        raise TraceError(f"unknown trace format {fmt!r}; give one of {', '.join(TraceFormat)}") from None
+
+
+def sniff_format(path: Path) -> TraceFormat:
+    """The format of a trace file from its first non-blank line (JSON object, Azure header or the plain CSV header)."""
+    try:
+        with path.open(encoding="utf-8-sig", errors="replace") as handle:
+            first = next((text for text in handle if text.strip()), "").strip().lower()
+    except OSError as exc:
+        raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
+    if first.startswith("{"):
+        return TraceFormat.MOONCAKE
+    for fmt, columns in _COLUMNS.items():
+        if all(c.lower() in first for c in columns):
+            return fmt
+    raise TraceError(f"cannot tell the format of {path.name}; give one of {', '.join(TraceFormat)}")
+
+
+def resolve_trace(name_or_path: str | Path, fmt: TraceFormat | str | None = None) -> tuple[Path, TraceFormat]:
+    """A built-in trace by name (format azure) or an existing file with its format (given, or sniffed when None)."""
+    name = str(name_or_path).strip()
+    if name in BUILTIN_TRACES:
+        if fmt is not None and _format(fmt) != TraceFormat.AZURE:
+            raise TraceError(f"the built-in trace {name} is in the azure format, not {fmt}")
+        return BUILTIN_TRACES[name], TraceFormat.AZURE
+    path = Path(name).expanduser()
+    if not name or not path.is_file():
+        raise TraceError(f"no trace file {name!r}; give a path or a built-in trace: {', '.join(BUILTIN_TRACES)}")
+    return path, sniff_format(path) if fmt is None else _format(fmt)
+
+
+@dataclass
+class _Window:
+    """The slice: selects requests by original offset, counts them, and gives their replay arrival times."""
+
+    start_s: float
+    duration_s: float | None
+    limit: int | None
+    speed: float
+    kept: int = 0
+    first_kept_s: float | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.start_s) and self.start_s >= 0):
+            self.errors.append(f"the start must be 0 s or later (got {self.start_s})")
+        if self.duration_s is not None and not (math.isfinite(self.duration_s) and self.duration_s > 0):
+            self.errors.append(f"the duration must be over 0 s (got {self.duration_s})")
+        if self.limit is not None and self.limit < 1:
+            self.errors.append(f"the limit must be 1 request or more (got {self.limit})")
+        if not (math.isfinite(self.speed) and self.speed > 0):
+            self.errors.append(f"the speed must be over 0 (got {self.speed})")
+        if self.errors:
+            raise TraceError("; ".join(self.errors))
+
+    @property
+    def full(self) -> bool:
+        """The limit is reached."""
+        return self.limit is not None and self.kept >= self.limit
+
+    def past(self, offset_s: float) -> bool:
+        """No request at this offset or later can be kept (the trace is in time order)."""
+        return self.full or (self.duration_s is not None and offset_s >= self.start_s + self.duration_s)
+
+    def take(self, offset_s: float) -> float | None:
+        """The arrival time of a request at this offset, or None when it is before the slice (or past it)."""
+        if offset_s < self.start_s or self.past(offset_s):
+            return None
+        if self.first_kept_s is None:
+            self.first_kept_s = offset_s
+        self.kept += 1
+        return (offset_s - self.first_kept_s) / self.speed
+
+
+def _offsets(fmt: TraceFormat) -> Callable[[_Row], float]:
+    scale = _SECONDS_PER_UNIT[fmt]
+    first: float | None = None
+
+    def offset(row: _Row) -> float:
+        nonlocal first
+        if first is None:
+            first = row.time
+        return (row.time - first) * scale
+
+    return offset
+
+
+def read_trace(
+    path: Path | str,
+    fmt: TraceFormat | str,
+    *,
+    start_s: float = 0.0,
+    duration_s: float | None = None,
+    limit: int | None = None,
+    speed: float = 1.0,
+) -> Iterator[TraceRequest]:
+    """Stream the slice's requests in time order; call ``check_trace`` first (this raises TraceError at a bad line).
+
+    Stops reading as soon as the slice is complete. ``arrival_s`` is relative to the first kept request, divided by
+    ``speed``; ``line`` is the request's line in the file.
+    """
+    fmt, path = _format(fmt), Path(path)
+    window = _Window(start_s, duration_s, limit, speed)
+    offset = _offsets(fmt)
+    for item in _rows(path, fmt):
+        if isinstance(item, _Problem):
+            raise TraceError(f"{path.name} {item}", (str(item),), 1)
+        at = offset(item)
+        if window.past(at):
+            return
+        arrival = window.take(at)
+        if arrival is not None:
+            yield TraceRequest(item.line, arrival, item.input_tokens, item.output_tokens, item.hash_ids)
+            if window.full:
+                return
+
+
+def check_trace(
+    path: Path | str,
+    fmt: TraceFormat | str,
+    *,
+    start_s: float = 0.0,
+    duration_s: float | None = None,
+    limit: int | None = None,
+    speed: float = 1.0,
+    max_problems: int = MAX_PROBLEMS,
+) -> TraceSummary:
+    """Validate the whole file in one streaming pass and summarise the slice ``read_trace`` would yield.
+
+    Raises TraceError, listing the first ``max_problems`` malformed lines with their numbers, when any line is
+    malformed, when the file has no request, or when the slice selects none. Nothing should be sent before this passed.
+    """
+    fmt, path = _format(fmt), Path(path)
+    window = _Window(start_s, duration_s, limit, speed)
+    offset = _offsets(fmt)
+    problems: list[str] = []
+    problem_count = in_file = with_ids = 0
+    last_offset = last_arrival = 0.0
+    inputs, outputs = array("q"), array("q")
+    for item in _rows(path, fmt):
+        if isinstance(item, _Problem):
+            problem_count += 1
+            if len(problems) < max_problems:
+                problems.append(str(item))
+            continue
+        in_file += 1
+        last_offset = offset(item)
+        arrival = window.take(last_offset)
+        if arrival is not None:
+            last_arrival = arrival
+            inputs.append(item.input_tokens)
+            outputs.append(item.output_tokens)
+            with_ids += bool(item.hash_ids)
+    if problem_count:
+        more = f" (and {problem_count - len(problems)} more)" if problem_count > len(problems) else ""
+        listing = "; ".join(problems)
+        raise TraceError(
+            f"{path.name}: {problem_count} malformed line{'s' * (problem_count > 1)}{more}: {listing}",
+            tuple(problems),
+            problem_count,
+        )
+    if not in_file:
+        raise TraceError(f"{path.name} has no request")
+    if not inputs:
+        when = (
+            f"at {start_s:g} s or later"
+            if duration_s is None
+            else f"between {start_s:g} s and {start_s + duration_s:g} s"
+        )
+        raise TraceError(f"no request of {path.name} starts {when} of the trace, which spans {last_offset:.1f} s")
+    return TraceSummary(
+        path=path,
+        fmt=fmt,
+        requests_in_file=in_file,
+        trace_duration_s=last_offset,
+        requests=len(inputs),
+        duration_s=last_arrival,
+        input_tokens_mean=statistics.fmean(inputs),
+        input_tokens_median=float(statistics.median(inputs)),
+        input_tokens_max=max(inputs),
+        output_tokens_mean=statistics.fmean(outputs),
+        output_tokens_median=float(statistics.median(outputs)),
+        output_tokens_max=max(outputs),
+        requests_with_hash_ids=with_ids,
+    )
+
+
+# ---- prompts -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How the server counts the builder's text: ``tokens = overhead_tokens + tokens_per_word * words``."""
+
+    tokens_per_word: float = 1.0
+    overhead_tokens: float = 0.0  # per request: chat template, BOS
+
+    @classmethod
+    def fit(cls, points: list[tuple[int, int]], overhead_tokens: float = 0.0) -> "Calibration":
+        """From (sent words, server prompt tokens) points.
+
+        One size gives the slope through ``overhead_tokens``; two or more give slope and intercept (least squares).
+        """
+        if not points or any(w < 1 or t < 1 for w, t in points):
+            raise TraceError(f"calibration needs words and server prompt tokens of 1 or more (got {points})")
+        sizes = {w for w, _ in points}
+        if len(sizes) == 1:
+            slope = statistics.fmean((t - overhead_tokens) / w for w, t in points)
+        else:
+            slope, overhead_tokens = statistics.linear_regression([w for w, _ in points], [t for _, t in points])
+        if not 0.2 <= slope <= 10:
+            raise TraceError(
+                f"the server counted {slope:.2f} tokens per word (points {points}); its usage report looks wrong"
+            )
+        return cls(slope, overhead_tokens)
+
+    def words_for(self, tokens: int) -> int:
+        """Words to send so that the server counts about ``tokens`` prompt tokens (at least one)."""
+        return max(1, round((tokens - self.overhead_tokens) / self.tokens_per_word))
+
+    def tokens_for(self, words: int) -> float:
+        """Prompt tokens the server should count for ``words`` words."""
+        return self.overhead_tokens + self.tokens_per_word * words
+
+
+class TracePromptBuilder:
+    """Prompts of a trace request's input length; Mooncake hash ids become shared 512-token blocks of text.
+
+    Deterministic for a given seed and calibration (blocks are cached, at most ``cache_blocks`` of them). Calibrate
+    before building the run's prompts: a new calibration changes the block texts.
+    """
+
+    def __init__(
+        self, tokens_per_word: float = 1.0, overhead_tokens: float = 0.0, *, seed: int = 0, cache_blocks: int = 256
+    ) -> None:
+        self.calibration = Calibration(tokens_per_word, overhead_tokens)
+        self.seed = seed
+        self._cache_blocks = cache_blocks
+        self._blocks: OrderedDict[int, list[str]] = OrderedDict()
+
+    @property
+    def tokens_per_word(self) -> float:
+        """Server tokens per word of the builder's text."""
+        return self.calibration.tokens_per_word
+
+    @property
+    def overhead_tokens(self) -> float:
+        """Server tokens a request carries besides the text (chat template, BOS)."""
+        return self.calibration.overhead_tokens
+
+    @property
+    def block_words(self) -> int:
+        """Words in one hash-id block (BLOCK_TOKENS server tokens)."""
+        return max(1, round(BLOCK_TOKENS / self.tokens_per_word))
+
+    def calibrate(self, sent_words: int, server_prompt_tokens: int, *more: tuple[int, int]) -> Calibration:
+        """Set the calibration from the server's ``usage.prompt_tokens`` for ``calibration_prompt(sent_words)``.
+
+        With one point the overhead already set (0 by default) is kept and only tokens per word is fitted; pass a
+        second point of another size (``calibrate(64, t64, (512, t512))``) to fit the overhead too.
+        """
+        self.calibration = Calibration.fit([(sent_words, server_prompt_tokens), *more], self.overhead_tokens)
+        self._blocks.clear()
+        return self.calibration
+
+    def calibration_prompt(self, words: int) -> str:
+        """A prompt of exactly ``words`` vocabulary words, like the builder's text but shared with no trace prompt."""
+        rng = random.Random(f"{self.seed}:calibrate:{words}")
+        return " ".join(rng.choices(VOCABULARY, k=max(1, words)))
+
+    def prompt(self, req: TraceRequest) -> str:
+        """About ``req.input_tokens`` server tokens: the hash-id blocks in order, then filler unique to the request."""
+        total = self.calibration.words_for(req.input_tokens)
+        words: list[str] = []
+        for block_id in req.hash_ids:
+            if len(words) >= total:
+                break
+            words += self._block(block_id)[: total - len(words)]
+        if len(words) < total:
+            rng = random.Random(f"{self.seed}:line:{req.line}")
+            words.append(str(2 * req.line + 1))  # odd: never a block's (even) first word
+            words += rng.choices(VOCABULARY, k=total - len(words))
+        return " ".join(words)
+
+    def _block(self, block_id: int) -> list[str]:
+        cached = self._blocks.get(block_id)
+        if cached is not None:
+            self._blocks.move_to_end(block_id)
+            return cached
+        rng = random.Random(f"{self.seed}:block:{block_id}")
+        block = [str(2 * block_id), *rng.choices(VOCABULARY, k=self.block_words - 1)]
+        self._blocks[block_id] = block
+        if len(self._blocks) > self._cache_blocks:
+            self._blocks.popitem(last=False)
+        return block
+
+
+__all__ = [
+    "BLOCK_TOKENS",
+    "BUILTIN_TRACES",
+    "CALIBRATION_WORDS",
+    "MAX_PROBLEMS",
+    "Calibration",
+    "TraceError",
+    "TraceFormat",
+    "TracePromptBuilder",
+    "TraceRequest",
+    "TraceSummary",
+    "check_trace",
+    "read_trace",
+    "resolve_trace",
+    "sniff_format",
+]
