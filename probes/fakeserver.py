@@ -14,6 +14,16 @@ applies the fault to every N-th request only (by the server's request number), t
 ``close_idle_connections()`` closes every keep-alive connection that has no request in flight.
 ``engine`` names the metrics as vLLM (default) or SGLang does; ``roots`` gives /v1/models entries a ``root`` (the
 checkpoint, as vLLM lists it) and ``owned_by`` their owner: what the probe reads to tell the deployment.
+
+Load-dependent mode (a batching engine; off by default), in the same model-name / ``x-fake`` syntax or as the
+server's default (``batching=Batching(...)``, ``--slots``, ``--tpot-per-running-ms``):
+``fake:slots=4,tpot_per_running_ms=2,ttft_ms=20,tpot_ms=5,tokens=16``.
+- ``slots=N``: at most N requests run (prefill and decode) at once, counted over the whole server; later ones wait
+  in one FIFO queue, and their TTFT (from arrival) includes the wait. ``slots=0`` turns the cap off.
+- ``tpot_per_running_ms=x``: each gap between two tokens of a running request is ``tpot_ms + x * (running - 1)``,
+  with ``running`` the requests running when the gap is scheduled (a token's due time never moves afterwards).
+A server's ``max_running`` still applies as before; a request runs only when both caps allow it. Both keys are
+deterministic (no randomness, no extra timers) and cheap.
 Run: ``python -m probes.fakeserver --port 8000 --ttft-ms 200 --tpot-ms 20 --tokens 128``.
 """
 
@@ -41,7 +51,7 @@ from probes.fakestream import (
     prompt_tokens,
 )
 
-__all__ = ["FAULTS", "Behaviour", "FakeServer", "RequestRecord", "main", "serve_in_thread"]
+__all__ = ["FAULTS", "Batching", "Behaviour", "FakeServer", "RequestRecord", "main", "serve_in_thread"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 PREFIX_BLOCK_WORDS = 16
@@ -59,6 +69,70 @@ class _Counters:
     spec_draft: int = 0
     spec_accepted: int = 0
     requests: int = 0
+
+
+@dataclass(frozen=True)
+class Batching:
+    """The load-dependent mode of a response (see the module docstring); the defaults leave the server as it was."""
+
+    slots: int | None = None  # at most this many requests running at once (None: no cap of its own)
+    tpot_per_running_ms: float = 0.0  # added to every token gap per other request running
+
+    @property
+    def on(self) -> bool:
+        """True when this mode changes anything."""
+        return self.slots is not None or self.tpot_per_running_ms > 0
+
+    @classmethod
+    def split(cls, spec: str, base: "Batching") -> tuple[str, "Batching"]:
+        """(the spec without this mode's keys, for Behaviour.parse; base with them applied). Bad values raise."""
+        rest: list[str] = []
+        slots, per_running = base.slots, base.tpot_per_running_ms
+        for part in spec.split(","):
+            key, _, value = part.partition("=")
+            key = key.strip()
+            if key == "slots":
+                n = int(value)
+                if n < 0:
+                    raise ValueError("slots must be 0 (no cap) or more")
+                slots = n or None
+            elif key == "tpot_per_running_ms":
+                per_running = float(value)
+                if not 0 <= per_running < float("inf"):
+                    raise ValueError("tpot_per_running_ms must be 0 or more")
+            else:
+                rest.append(part)
+        return ",".join(rest), cls(slots, per_running)
+
+
+class _BatchedStream(FakeStream):
+    """A stream under the load-dependent mode: its token gaps grow with the requests running beside it."""
+
+    def __init__(
+        self,
+        conn: "ServerConnection",
+        record: RequestRecord,
+        beh: Behaviour,
+        req: dict[str, Any],
+        chat: bool,
+        batching: Batching,
+    ) -> None:
+        super().__init__(conn, record, beh, req, chat)
+        self.batching = batching
+        self.last_due = 0.0  # loop time the last scheduled chunk was due
+
+    def _schedule(self) -> None:
+        k = max(1, self.beh.tokens_per_chunk)
+        endless = self.beh.fault == "never_end"
+        last_token = self.sent + k - 1 if endless else min(self.sent + k, self.total) - 1
+        others = max(0, self.server.counters.running - 1)
+        gap_s = (self.beh.tpot_ms + self.batching.tpot_per_running_ms * others) / 1000.0
+        if self.sent == 0:
+            due = self.anchor + self.beh.ttft_ms / 1000.0 + last_token * gap_s
+        else:
+            due = self.last_due + (last_token - self.sent + 1) * gap_s
+        self.last_due = due
+        self.handle = self.server.loop.call_at(due, self._step)
 
 
 class ServerConnection(asyncio.Protocol):
@@ -166,6 +240,7 @@ class FakeServer:
         engine: Literal["vllm", "sglang"] = "vllm",
         roots: Mapping[str, str] | None = None,
         owned_by: str = "fake",
+        batching: Batching | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError("the fake server only listens on loopback (127.0.0.1)")
@@ -181,6 +256,7 @@ class FakeServer:
         self.engine = engine
         self.roots = dict(roots or {})
         self.owned_by = owned_by
+        self.batching = batching or Batching()
         self.counters = _Counters()
         self._records: list[RequestRecord] = []
         self._queue: deque[FakeStream] = deque()
@@ -269,9 +345,11 @@ class FakeServer:
             req = json.loads(body)
             model = str(req.get("model", ""))
             base_model, _, spec = model.partition(":")
+            spec, batching = Batching.split(spec, self.batching)
             beh = Behaviour.parse(spec, self.defaults)
             if headers.get("x-fake"):
-                beh = Behaviour.parse(headers["x-fake"], beh)
+                header, batching = Batching.split(headers["x-fake"], batching)
+                beh = Behaviour.parse(header, beh)
         except (ValueError, AttributeError) as exc:
             conn.send(400, error_body(str(exc), "BadRequestError", 400))
             return
@@ -295,9 +373,12 @@ class FakeServer:
             conn.send(200, self._full_body(record, req, beh, chat))
             return
         self._account_prompt(req)
-        stream = FakeStream(conn, record, beh, req, chat)
+        if batching.on:
+            stream: FakeStream = _BatchedStream(conn, record, beh, req, chat, batching)
+        else:
+            stream = FakeStream(conn, record, beh, req, chat)
         conn.stream = stream
-        if self.max_running is not None and self.counters.running >= self.max_running:
+        if self._queue or not self._admits(stream):
             self.counters.waiting += 1
             self._queue.append(stream)
         else:
@@ -310,11 +391,16 @@ class FakeServer:
             self.counters.waiting -= 1
             return
         self.counters.running -= 1
-        while self._queue and (self.max_running is None or self.counters.running < self.max_running):
+        while self._queue and self._admits(self._queue[0]):
             nxt = self._queue.popleft()
             self.counters.waiting -= 1
             self.counters.running += 1
             nxt.start()
+
+    def _admits(self, stream: FakeStream) -> bool:
+        """True when the stream may start now: below max_running and below its own slots, if any."""
+        slots = stream.batching.slots if isinstance(stream, _BatchedStream) else None
+        return all(cap is None or self.counters.running < cap for cap in (self.max_running, slots))
 
     def _full_body(self, record: RequestRecord, req: dict[str, Any], beh: Behaviour, chat: bool) -> bytes:
         n = min(beh.tokens, int(req.get("max_tokens") or beh.tokens))
@@ -433,10 +519,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", action="append", help="model name(s) to serve (default: fake)")
     parser.add_argument("--api-key", default=None, help="require this bearer key")
     parser.add_argument("--max-running", type=int, default=None, help="queue requests beyond this many")
+    parser.add_argument("--slots", type=int, default=0, help="load-dependent mode: run at most this many at once")
+    parser.add_argument(
+        "--tpot-per-running-ms", type=float, default=0.0, help="load-dependent mode: token gap added per other request"
+    )
     parser.add_argument("--no-metrics", action="store_true")
     parser.add_argument("--engine", choices=("vllm", "sglang"), default="vllm", help="whose metric names to expose")
     parser.add_argument("--no-records", action="store_true", help="do not keep per-token records")
     args = parser.parse_args(argv)
+    try:
+        _, batching = Batching.split(f"slots={args.slots},tpot_per_running_ms={args.tpot_per_running_ms}", Batching())
+    except ValueError as exc:
+        parser.error(str(exc))
     defaults = Behaviour(
         ttft_ms=args.ttft_ms,
         tpot_ms=args.tpot_ms,
@@ -458,6 +552,7 @@ def main(argv: list[str] | None = None) -> None:
             max_running=args.max_running,
             keep_records=not args.no_records,
             engine=args.engine,
+            batching=batching,
         )
         await server.start()
         print(f"fake OpenAI server on {server.base_url}", flush=True)
