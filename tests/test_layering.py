@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import ROOT
 
-PACKAGES = ("tco", "selector", "probes", "db", "catalog")
+PACKAGES = ("tco", "selector", "perf", "probes", "db", "catalog")
 APP_CODE = ("app.py", "settings.py", "views", "ui", *PACKAGES)
 SQL_LIBRARIES = ("sqlalchemy", "alembic", "psycopg", "sqlite3")
 # The one module of probes/ that may wire the probe to the database: the command line's entry point.
@@ -81,3 +81,14 @@ def test_probes_reach_db_only_from_the_command_line_entry_point_at_its_top() -> 
     assert not elsewhere, f"probes/ may import db/ only in {PROBES_DB_ENTRY}: {elsewhere}"
     assert not hidden, f"{PROBES_DB_ENTRY} must import db/ at its top, not inside a function or a try: {hidden}"
     assert uses, f"{PROBES_DB_ENTRY} stores runs through db/; the check would be vacuous without that import"
+
+
+def test_perf_needs_neither_a_database_nor_the_probe() -> None:
+    """Estimates run anywhere: stored runs reach perf as plain Calibration objects, converted by the caller."""
+    offenders = [
+        f"{_rel(path)}:{i.line} imports {i.module}"
+        for path in _python_files("perf")
+        for i in _imports(path)
+        if i.module in {"db", "probes", "ui", "views", *SQL_LIBRARIES}
+    ]
+    assert not offenders, f"perf/ must not reach the database or the probe: {offenders}"
