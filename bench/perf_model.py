@@ -18,9 +18,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perf import PerfRequest, estimate  # noqa: E402
+from perf import PerfError, PerfRequest, estimate  # noqa: E402
 from perf.coefficients import build, feature_rows, write  # noqa: E402
 from perf.estimate import _matching_published  # noqa: E402
+from perf.fitset import published_points  # noqa: E402
 from perf.validate import Prediction, median_ape  # noqa: E402
 
 TARGET = 0.25
@@ -93,6 +94,36 @@ def handbook_line() -> str:
     )
 
 
+def max_load_table() -> str:
+    """Published maximum-throughput points (no concurrency given, so not fitted) beside the estimate's maximum."""
+    rows = [
+        "| point | configuration | measured tok/s | estimated max tok/s | measured / estimated |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for p in published_points():
+        if p.concurrency is not None or p.output_tok_s is None:
+            continue
+        request = PerfRequest(
+            gpu=p.gpu,
+            gpus=p.shape.gpus,
+            model=p.model,
+            engine=p.engine,
+            quant=p.quant,
+            input_tokens=p.input_tokens,
+            output_tokens=p.output_tokens,
+            concurrency=(),
+            max_throughput=True,
+        )
+        try:
+            est = estimate(request).max_output_tok_s
+        except PerfError as exc:
+            rows.append(f"| {p.row_id} | {p.model}, {p.gpu}, {p.engine} {p.quant} | {p.output_tok_s:,.0f} | {exc} | |")
+            continue
+        config = f"{p.model}, {p.shape.gpus}x {p.gpu}, {p.engine} {p.quant}, {p.input_tokens}/{p.output_tokens}"
+        rows.append(f"| {p.row_id} | {config} | {p.output_tok_s:,.0f} | {est:,.0f} | {p.output_tok_s / est:.2f} |")
+    return "\n".join(rows)
+
+
 def _handbook_input_tokens() -> int:
     from catalog import find_gpu
     from selector import find_model
@@ -154,6 +185,7 @@ def main() -> int:
         table="\n".join(table),
         left_out=left_out,
         handbook=handbook_line(),
+        max_load=max_load_table(),
         fit_set=coefficients.fit_set,
     )
     DOC.write_text(doc, encoding="utf-8")
@@ -208,6 +240,11 @@ Fit set: {fit_set}; plus `perf/data/published_points.csv`. Left out:
 {handbook}
 
 ![predicted vs measured](perf-model-predicted-vs-measured.svg)
+
+## Published maximum-throughput points (not fitted: they give no concurrency)
+The estimate's maximum is the closed loop at the most sequences the engine and the KV cache allow.
+
+{max_load}
 
 ## Coefficients (perf/data/coefficients.json)
 | family | points | groups | nonzero theta |
