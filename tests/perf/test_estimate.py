@@ -98,3 +98,23 @@ def test_gates_and_unknown_engines_are_refused_with_the_field_named() -> None:
         estimate(PerfRequest(gpu="a100", model="llama3.1-8b", engine="tensorrt-llm", quant="fp8"))
     with pytest.raises(PerfError, match="does not fit"):
         estimate(PerfRequest(gpu="rtx 4090", model="llama3.1-70b", engine="vllm", quant="bf16"))
+
+
+def test_published_maximum_throughputs_the_fit_never_saw_come_out_within_25_percent() -> None:
+    from perf.fitset import published_points
+
+    max_load = [p for p in published_points() if p.concurrency is None and p.output_tok_s]
+    assert len(max_load) >= 4
+    for p in max_load:
+        request = PerfRequest(
+            gpu=p.gpu,
+            gpus=p.shape.gpus,
+            model=p.model,
+            engine=p.engine,
+            quant=p.quant,
+            input_tokens=p.input_tokens,
+            output_tokens=p.output_tokens,
+            concurrency=(),
+            max_throughput=True,
+        )
+        assert estimate(request).max_output_tok_s == pytest.approx(p.output_tok_s, rel=0.25), p.row_id
