@@ -1,5 +1,6 @@
 """Probe runs, their levels and per-request samples: tables, every query, and a recorder for the probe's callbacks."""
 
+import json
 import os
 import socket
 import uuid
@@ -31,9 +32,11 @@ from db.base import Base
 from db.engine import rowcount, session_factory
 from probes.config import RunSettings, redact_url
 from probes.deployment import STORED, Deployment
-from probes.metrics import best_concurrency_within_slo, summarize_level
+from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
+from probes.ratesearch import search_of_levels
 from probes.worker import HEARTBEAT_INTERVAL_S
+from settings import get_settings
 
 MISSED_HEARTBEATS = 4  # a running run that missed this many heartbeats in a row is taken as interrupted
 HEARTBEAT_STALE_S = MISSED_HEARTBEATS * HEARTBEAT_INTERVAL_S
@@ -426,7 +429,7 @@ def _levels_from_samples(
                 finished_at=when,
                 duration_s=duration_s,
                 slo=settings.slo,
-                request_rate_rps=settings.request_rate_rps,
+                request_rate_rps=settings.rate_of_level(index),
             )
         )
     return sorted(levels, key=lambda level: level.index)
@@ -449,6 +452,16 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
     best = row.best_concurrency_within_slo
     if best is None and row.status != RunStatus.RUNNING.value:
         best = best_concurrency_within_slo(levels)
+    finished = row.status != RunStatus.RUNNING.value
+    best_rate = best_request_rate_within_slo(levels) if finished else None
+    search = None
+    if finished and settings.find_max_rate:
+        search = search_of_levels(
+            levels,
+            max_levels=settings.search_max_levels,
+            max_requests=get_settings().probe_max_requests_per_run - settings.warmup_requests,
+            max_duration_s=settings.search_max_duration_s,
+        )
     return RunResult(
         run_id=row.id,
         endpoint=row.endpoint,
@@ -459,6 +472,8 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
         started_at=_aware(row.started_at) or _now(),
         finished_at=_aware(row.finished_at),
         best_concurrency_within_slo=best,
+        best_request_rate_within_slo_rps=best_rate,
+        rate_search=search,
         levels=levels,
         samples=samples,
     )
@@ -620,3 +635,19 @@ def peak_output_tok_s(engine: Engine, run_ids: list[str]) -> dict[str, float]:
     )
     with session_factory(engine)() as session:
         return {run_id: float(value) for run_id, value in session.execute(query).all() if value is not None}
+
+
+def best_request_rates(engine: Engine, run_ids: list[str]) -> dict[str, float]:
+    """Each run's highest request rate whose level met the SLO (runs without rate levels, or none met, left out)."""
+    if not run_ids:
+        return {}
+    query = select(LevelRow.run_id, LevelRow.result_json).where(
+        LevelRow.run_id.in_(run_ids), LevelRow.slo_met.is_(True)
+    )
+    best: dict[str, float] = {}
+    with session_factory(engine)() as session:
+        for run_id, result_json in session.execute(query).all():
+            rate = json.loads(result_json).get("request_rate_rps")
+            if isinstance(rate, (int, float)) and rate > best.get(run_id, 0.0):
+                best[run_id] = float(rate)
+    return best

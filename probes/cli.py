@@ -144,8 +144,13 @@ def level_line(level: LevelResult) -> str:
     """One level in one line."""
     errors = ", ".join(f"{k} {v}" for k, v in level.errors.items())
     slo = "SLO met" if level.slo.met else "SLO missed: " + "; ".join(level.slo.violations)
+    load = (
+        f"concurrency {level.concurrency}"
+        if level.request_rate_rps is None
+        else f"rate {level.request_rate_rps:g} req/s (at most {level.concurrency} in flight)"
+    )
     return (
-        f"concurrency {level.concurrency}: {level.completed}/{level.requests} ok"
+        f"{load}: {level.completed}/{level.requests} ok"
         + (f" ({errors})" if errors else "")
         + f" | TTFT p50 {_fmt(level.ttft_ms.p50, 'ms')} p99 {_fmt(level.ttft_ms.p99, 'ms')}"
         + f" | TPOT p50 {_fmt(level.tpot_ms.p50, 'ms', 1)} | {_fmt(level.output_tok_s, 'tok/s')}"
@@ -155,18 +160,31 @@ def level_line(level: LevelResult) -> str:
 
 def start_line(settings: RunSettings) -> str:
     """What is about to be probed."""
-    return (
-        f"probing {settings.endpoint} model {settings.model}: levels {list(settings.concurrency)}, "
-        f"{settings.requests_per_level} requests each"
-    )
+    if settings.find_max_rate:
+        load = (
+            f"searching the highest request rate within the SLO from {settings.search_start_rps:g} req/s "
+            f"(at most {settings.search_max_levels} levels, {settings.search_max_duration_s:g} s)"
+        )
+    elif settings.request_rate_rps:
+        load = f"request rates {[float(r) for r in settings.request_rate_rps]} req/s"
+    else:
+        load = f"levels {list(settings.concurrency)}"
+    return f"probing {settings.endpoint} model {settings.model}: {load}, {settings.requests_per_level} requests each"
 
 
 def summary_line(result: RunResult) -> str:
     """How the run ended, its highest concurrency within the SLO, the deployment and where it is stored."""
-    best = result.best_concurrency_within_slo
     deployment = deployment_text(result.settings.deployment)
+    if result.settings.rate_mode:
+        rate = result.best_request_rate_within_slo_rps
+        best = f"highest request rate within SLO: {f'{rate:g} req/s' if rate is not None else 'none'}"
+        if result.rate_search is not None:
+            best += f" (search stopped: {result.rate_search.stop_detail})"
+    else:
+        concurrency = result.best_concurrency_within_slo
+        best = f"highest concurrency within SLO: {concurrency if concurrency is not None else 'none'}"
     return (
-        f"{result.status}: highest concurrency within SLO: {best if best is not None else 'none'}"
+        f"{result.status}: {best}"
         + (f" ({result.error})" if result.error else "")
         + (f"; deployment: {deployment}" if deployment else "")
         + (f"; stored as run {result.run_id}" if result.run_id else "")

@@ -3,7 +3,7 @@
 import re
 from collections.abc import Iterator
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer, field_validator
@@ -110,7 +110,14 @@ class RunSettings(BaseModel):
     concurrency: tuple[int, ...] = DEFAULT_CONCURRENCY
     requests_per_level: int = Field(default=32, ge=0)
     warmup_requests: int = Field(default=0, ge=0)
-    request_rate_rps: float | None = Field(default=None, gt=0)  # None: closed loop
+    # Empty: closed loop at each concurrency level. Else one open-loop level per rate (runs stored before held one
+    # rate or null; both still load), at most max_in_flight requests in flight (None: the highest concurrency).
+    request_rate_rps: tuple[Annotated[float, Field(gt=0)], ...] = ()
+    burstiness: float = Field(default=1.0, gt=0)  # gamma arrivals: 1 Poisson, above 1 burstier
+    max_in_flight: int | None = Field(default=None, ge=1)
+    find_max_rate: bool = False  # search the highest rate within the SLO (starting at the first rate, else 1/s)
+    search_max_levels: int = Field(default=12, ge=1)
+    search_max_duration_s: float = Field(default=600.0, gt=0)
     duration_s: float | None = Field(default=None, gt=0)  # None: no bound
     max_tokens: int = Field(default_factory=lambda: load_handbook().seed_benchmark.max_tokens, ge=1)
     temperature: float = Field(default_factory=lambda: load_handbook().seed_benchmark.temperature, ge=0, le=2)
@@ -129,6 +136,16 @@ class RunSettings(BaseModel):
     def _check_url(cls, value: str) -> str:
         return normalize_base_url(value)
 
+    @field_validator("request_rate_rps", mode="before")
+    @classmethod
+    def _rates(cls, value: object) -> object:
+        """A stored run's single rate (or null) as a tuple of rates."""
+        if value is None:
+            return ()
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return (value,)
+        return value
+
     @field_serializer("base_url")
     def _serialize_url(self, value: str) -> str:
         return redact_url(value)
@@ -144,9 +161,38 @@ class RunSettings(BaseModel):
         return redact_url(self.base_url)
 
     @property
+    def rate_mode(self) -> bool:
+        """True when the levels are request rates (a sweep or a search) rather than concurrency levels."""
+        return bool(self.request_rate_rps) or self.find_max_rate
+
+    @property
+    def in_flight_cap(self) -> int:
+        """Most requests in flight at a rate level: max_in_flight, else the highest concurrency level."""
+        return self.max_in_flight or max(self.concurrency, default=1)
+
+    @property
+    def search_start_rps(self) -> float:
+        """Where a rate search starts: the first rate given, else 1 request/s."""
+        return self.request_rate_rps[0] if self.request_rate_rps else 1.0
+
+    @property
+    def level_count(self) -> int:
+        """Levels the run plans (a search: at most this many)."""
+        if self.find_max_rate:
+            return self.search_max_levels
+        return len(self.request_rate_rps) if self.request_rate_rps else len(self.concurrency)
+
+    def rate_of_level(self, index: int) -> float | None:
+        """The request rate of a sweep's level (None: closed loop, or a search, whose levels store their own)."""
+        if self.find_max_rate or not 0 <= index < len(self.request_rate_rps):
+            return None
+        return self.request_rate_rps[index]
+
+    @property
     def total_requests(self) -> int:
-        """Requests the run may send, warm-up included."""
-        return self.warmup_requests + self.requests_per_level * len(self.concurrency)
+        """Requests the run may send, warm-up included (a search: its first level; the cap bounds the rest)."""
+        levels = 1 if self.find_max_rate else self.level_count
+        return self.warmup_requests + self.requests_per_level * levels
 
 
 def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None:
@@ -156,11 +202,18 @@ def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None
         raise ProbeSettingsError("give at least one concurrency level, e.g. 1,2,4,8,16")
     if min(run.concurrency) < 1:
         raise ProbeSettingsError("concurrency levels must be 1 or more")
-    if max(run.concurrency) > limits.probe_max_concurrency:
+    if max(run.concurrency) > limits.probe_max_concurrency and not (run.rate_mode and run.max_in_flight):
         raise ProbeSettingsError(
             f"concurrency {max(run.concurrency)} is over the cap of {limits.probe_max_concurrency} "
             "(raise PROBE_MAX_CONCURRENCY to allow it)"
         )
+    if run.max_in_flight is not None and run.max_in_flight > limits.probe_max_concurrency:
+        raise ProbeSettingsError(
+            f"max in flight {run.max_in_flight} is over the cap of {limits.probe_max_concurrency} "
+            "(raise PROBE_MAX_CONCURRENCY to allow it)"
+        )
+    if len(set(run.request_rate_rps)) != len(run.request_rate_rps):
+        raise ProbeSettingsError("request rates repeat; give each rate once")
     if len(set(run.concurrency)) != len(run.concurrency):
         raise ProbeSettingsError("concurrency levels repeat; give each level once")
     if run.requests_per_level < 1:

@@ -28,14 +28,26 @@ def run_label(result: RunResult) -> str:
     return " · ".join(part for part in (name, when, short) if part)
 
 
-def _levels(result: RunResult) -> list[LevelResult]:
-    return sorted((lv for lv in result.levels if lv.completed), key=lambda lv: lv.concurrency)
+def by_rate(runs: Sequence[RunResult]) -> bool:
+    """True when every level shown is a request-rate level: the x axis is then the rate, not the concurrency."""
+    levels = [lv for run in runs for lv in run.levels]
+    return bool(levels) and all(lv.request_rate_rps is not None for lv in levels)
 
 
-def _concurrency_axis(figure: go.Figure, runs: Sequence[RunResult], **where: int) -> None:
-    ticks = sorted({lv.concurrency for run in runs for lv in run.levels})
-    log = bool(ticks) and ticks[0] >= 1 and ticks[-1] / ticks[0] >= 8
-    figure.update_xaxes(title_text="concurrency", type="log" if log else "linear", tickvals=ticks or None, **where)
+def _x(level: LevelResult, rate: bool) -> float:
+    return level.request_rate_rps or 0.0 if rate else level.concurrency
+
+
+def _levels(result: RunResult, rate: bool = False) -> list[LevelResult]:
+    return sorted((lv for lv in result.levels if lv.completed), key=lambda lv: _x(lv, rate))
+
+
+def _load_axis(figure: go.Figure, runs: Sequence[RunResult], **where: int) -> None:
+    rate = by_rate(runs)
+    ticks = sorted({_x(lv, rate) for run in runs for lv in run.levels})
+    log = bool(ticks) and ticks[0] > 0 and ticks[-1] / ticks[0] >= 8 and (rate or ticks[0] >= 1)
+    title = "request rate (req/s)" if rate else "concurrency"
+    figure.update_xaxes(title_text=title, type="log" if log else "linear", tickvals=ticks or None, **where)
 
 
 def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
@@ -47,9 +59,11 @@ def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
     percentiles = ("p50", "p90", "p99") if single else ("p50", "p99")
     titles = ("Time to first token (TTFT)", "Time per output token (TPOT)")
     figure = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
+    rate = by_rate(runs)
+    at = "%{x} req/s" if rate else "concurrency %{x}"
     for number, run in enumerate(runs):
-        levels = _levels(run)
-        x = [lv.concurrency for lv in levels]
+        levels = _levels(run, rate)
+        x = [_x(lv, rate) for lv in levels]
         name = plot_text(run_label(run))
         for col, metric in ((1, "ttft_ms"), (2, "tpot_ms")):
             for pct in percentiles:
@@ -65,8 +79,7 @@ def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
                     legendgroup=pct if single else f"run{number}",
                     showlegend=col == 1,
                     meta=metric,
-                    hovertemplate=f"{metric.removesuffix('_ms').upper()} {pct}: %{{y:.1f}} ms at concurrency %{{x}}"
-                    "<extra></extra>",
+                    hovertemplate=f"{metric.removesuffix('_ms').upper()} {pct}: %{{y:.1f}} ms at {at}<extra></extra>",
                 )
     if runs:
         slo = runs[0].settings.slo
@@ -84,21 +97,27 @@ def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
                 annotation_position="top left",
                 annotation_font_color=SLO_COLOR,
             )
-    _concurrency_axis(figure, runs)
+    _load_axis(figure, runs)
     figure.update_yaxes(title_text="ms", rangemode="tozero")
-    figure.update_layout(title="Latency against concurrency", margin=_MARGIN, legend={"orientation": "h", "y": -0.2})
+    figure.update_layout(
+        title=f"Latency against {'request rate' if rate else 'concurrency'}",
+        margin=_MARGIN,
+        legend={"orientation": "h", "y": -0.2},
+    )
     return figure
 
 
 def throughput_figure(runs: Sequence[RunResult]) -> go.Figure:
     """Output tokens/s against concurrency; filled markers met the SLO, a star marks the highest within SLO."""
     figure = go.Figure()
+    rate = by_rate(runs)
+    at = "%{x} req/s" if rate else "concurrency %{x}"
     for number, run in enumerate(runs):
-        levels = _levels(run)
+        levels = _levels(run, rate)
         color = PALETTE[number % len(PALETTE)]
         name = "output tok/s" if len(runs) == 1 else plot_text(run_label(run))
         figure.add_scatter(
-            x=[lv.concurrency for lv in levels],
+            x=[_x(lv, rate) for lv in levels],
             y=[lv.output_tok_s for lv in levels],
             mode="lines+markers",
             name=name,
@@ -106,23 +125,30 @@ def throughput_figure(runs: Sequence[RunResult]) -> go.Figure:
             legendgroup=f"run{number}",
             marker={"size": 10, "symbol": ["circle" if lv.slo.met else "circle-open" for lv in levels]},
             customdata=[[lv.req_s or 0.0, "met" if lv.slo.met else "missed"] for lv in levels],
-            hovertemplate="%{y:,.1f} output tok/s at concurrency %{x}<br>%{customdata[0]:.2f} req/s, "
+            hovertemplate=f"%{{y:,.1f}} output tok/s at {at}<br>%{{customdata[0]:.2f}} req/s served, "
             "SLO %{customdata[1]}<extra></extra>",
         )
-        best = next((lv for lv in levels if lv.concurrency == run.best_concurrency_within_slo), None)
+        if rate:
+            best = next((lv for lv in levels if lv.request_rate_rps == run.best_request_rate_within_slo_rps), None)
+        else:
+            best = next((lv for lv in levels if lv.concurrency == run.best_concurrency_within_slo), None)
         if best is not None and best.output_tok_s is not None:
             figure.add_scatter(
-                x=[best.concurrency],
+                x=[_x(best, rate)],
                 y=[best.output_tok_s],
                 mode="markers",
                 legendgroup=f"run{number}",
                 marker={"symbol": "star", "size": 18, "color": color, "line": {"width": 1, "color": "white"}},
                 name="highest within SLO" if len(runs) == 1 else f"{name}: highest within SLO",
-                hovertemplate="highest concurrency within SLO: %{x}<extra></extra>",
+                hovertemplate=f"highest {'rate' if rate else 'concurrency'} within SLO: %{{x}}<extra></extra>",
             )
-    _concurrency_axis(figure, runs)
+    _load_axis(figure, runs)
     figure.update_yaxes(title_text="output tokens/s", rangemode="tozero")
-    figure.update_layout(title="Throughput against concurrency", margin=_MARGIN, legend={"orientation": "h", "y": -0.2})
+    figure.update_layout(
+        title=f"Throughput against {'request rate' if rate else 'concurrency'}",
+        margin=_MARGIN,
+        legend={"orientation": "h", "y": -0.2},
+    )
     return figure
 
 
@@ -137,6 +163,7 @@ def level_rows(result: RunResult) -> list[dict[str, Any]]:
         rows.append(
             {
                 "concurrency": lv.concurrency,
+                "request rate req/s": lv.request_rate_rps,
                 "requests": lv.requests,
                 "ok": lv.completed,
                 "failed": lv.failed,

@@ -55,20 +55,28 @@ class RunsView(BaseModel):
 
 
 def default_cost_level(result: RunResult) -> LevelResult | None:
-    """The level "Cost this" starts from: the highest concurrency within SLO, else the highest throughput."""
+    """The level "Cost this" starts from: the highest rate (or concurrency) within SLO, else the top throughput."""
     usable = [lv for lv in result.levels if lv.output_tok_s and lv.completed]
     if not usable:
         return None
     within = [lv for lv in usable if lv.slo.met]
     if within:
-        return max(within, key=lambda lv: lv.concurrency)
+        return max(within, key=lambda lv: (lv.request_rate_rps or 0.0, lv.concurrency))
     return max(usable, key=lambda lv: lv.output_tok_s or 0.0)
 
 
-def cost_params(level: LevelResult) -> dict[str, str]:
-    """Query parameters of the cost page for a measured level: tps, out_tokens and (when measured) in_tokens."""
+def cost_params(level: LevelResult, run_id: str | None = None) -> dict[str, str]:
+    """Query parameters of the cost page for a measured level.
+
+    A rate level that met the SLO gives `rps` (its request rate, naming the run) and the cost page derives the
+    throughput from it; any other level gives `tps`, its output tokens/s. Then out_tokens and (when measured)
+    in_tokens.
+    """
     params: dict[str, str] = {}
-    if level.output_tok_s:
+    if level.request_rate_rps is not None and level.slo.met:
+        rate = f"{level.request_rate_rps:.6g}"
+        params["rps"] = f"{rate}@{run_id}" if run_id else rate
+    elif level.output_tok_s:
         params["tps"] = f"{level.output_tok_s:.1f}".removesuffix(".0")
     if level.output_tokens_per_request:
         params["out_tokens"] = str(max(1, round(level.output_tokens_per_request)))

@@ -1,7 +1,6 @@
-"""One level's dispatch: at most `concurrency` requests in flight, closed loop or Poisson arrivals, time-bounded."""
+"""One level's dispatch: at most `concurrency` requests in flight, closed loop or gamma arrivals, time-bounded."""
 
 import asyncio
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,6 +10,7 @@ from probes.client import Clock, encode_body, request_body, send_request
 from probes.config import RunSettings
 from probes.models import RequestSample
 from probes.progress import Progress
+from probes.ratesearch import arrival_gaps
 from probes.transport import LeanTransport
 from probes.workloads import Prompt
 
@@ -27,6 +27,7 @@ class LevelPlan:
     count: int
     prompt_offset: int = 0
     counted: bool = True  # False for the warm-up: no samples reported, no progress
+    rate_rps: float | None = None  # open loop: arrivals at this rate (at most `concurrency` in flight)
 
 
 class Level:
@@ -86,7 +87,9 @@ class Level:
         """Start each request when a slot is free (and its arrival time came), until the count or the duration."""
         settings, plan = self.settings, self.plan
         free = asyncio.Semaphore(plan.concurrency)
-        arrivals = _Arrivals(settings.request_rate_rps, settings.seed * 7919 + plan.index, self.start_s, self.clock)
+        arrivals = _Arrivals(
+            plan.rate_rps, settings.burstiness, settings.seed * 7919 + plan.index, self.start_s, self.clock
+        )
         for i in range(plan.count):
             if settings.duration_s is not None and self.clock() - self.start_s >= settings.duration_s:
                 break
@@ -130,19 +133,18 @@ class Level:
 
 
 class _Arrivals:
-    """Poisson arrival times at `rate_rps` (seeded); without a rate, every request may go at once (closed loop)."""
+    """Gamma (burstiness 1: Poisson) arrival times at `rate_rps`, seeded; without a rate, all at once (closed loop)."""
 
-    def __init__(self, rate_rps: float | None, seed: int, start_s: float, clock: Clock) -> None:
-        self.rate_rps = rate_rps
-        self.rng = random.Random(seed)
+    def __init__(self, rate_rps: float | None, burstiness: float, seed: int, start_s: float, clock: Clock) -> None:
+        self.gaps = arrival_gaps(rate_rps, burstiness=burstiness, seed=seed) if rate_rps is not None else None
         self.next_s = start_s
         self.clock = clock
 
     async def next(self) -> None:
         """Until the next arrival is due."""
-        if self.rate_rps is None:
+        if self.gaps is None:
             return
-        self.next_s += self.rng.expovariate(self.rate_rps)
+        self.next_s += next(self.gaps)
         delay_s = self.next_s - self.clock()
         if delay_s > 0:
             await asyncio.sleep(delay_s)

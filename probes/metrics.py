@@ -129,5 +129,11 @@ def summarize_level(
 
 def best_concurrency_within_slo(levels: Sequence[LevelResult]) -> int | None:
     """The highest concurrency whose level met the SLO (None if none did)."""
-    met = [level.concurrency for level in levels if level.slo.met]
+    met = [level.concurrency for level in levels if level.slo.met and level.request_rate_rps is None]
+    return max(met) if met else None
+
+
+def best_request_rate_within_slo(levels: Sequence[LevelResult]) -> float | None:
+    """The highest request rate whose level met the SLO (None if none did, or no level had a rate)."""
+    met = [level.request_rate_rps for level in levels if level.slo.met and level.request_rate_rps is not None]
     return max(met) if met else None

@@ -6,6 +6,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from probes.config import RunSettings
+from probes.ratesearch import RateSearch
 
 SCHEMA_VERSION = 1
 
@@ -171,5 +172,9 @@ class RunResult(BaseModel):
     started_at: datetime
     finished_at: datetime | None = None
     best_concurrency_within_slo: int | None = None
+    best_request_rate_within_slo_rps: float | None = Field(
+        default=None, description="the highest request rate whose level met the SLO (rate levels only)"
+    )
+    rate_search: RateSearch | None = Field(default=None, description="a --find-max-rate run: how it searched")
     levels: list[LevelResult] = Field(default_factory=list)
     samples: list[RequestSample] = Field(default_factory=list)

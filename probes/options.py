@@ -23,6 +23,7 @@ from probes.config import (
 )
 from probes.deployment import ALLOWED, Deployment, catalog_id, deployment_fields
 from probes.errors import ProbeSettingsError
+from probes.ratesearch import MAX_RATE_RPS, parse_rates
 from probes.workloads import build_prompts
 
 DEFAULT_BASE_URL = "http://localhost:8000/v1"
@@ -38,6 +39,8 @@ FLAG = "flag"  # the CLI flag when it is not --<field-name>; a bool's flag sets 
 CLI_REQUIRED = "cli_required"  # the command line needs it (the page starts from the default)
 
 Level = Annotated[int, Field(ge=1)]
+MAX_RATE = MAX_RATE_RPS  # requests/s, per rate level
+Rate = Annotated[float, Field(gt=0, le=MAX_RATE)]
 DEPLOYMENT_OPTIONS = deployment_fields()  # Deployment field -> the option (field, URL parameter) that sets it
 _DEPLOYMENT_FIELD = {option: name for name, option in DEPLOYMENT_OPTIONS.items()}
 
@@ -151,15 +154,58 @@ class ProbeOptions(BaseModel):
         le=10_000,
         json_schema_extra={FLAG: "--warmup"},
     )
-    request_rate_rps: float | None = Field(
+    request_rate_rps: tuple[Rate, ...] = Field(
         default=_RUN.request_rate_rps,
         alias="rate",
-        title="Request rate (req/s)",
-        description="Poisson arrivals at this many requests/s, at most the level's concurrency in flight; "
-        "without it, a closed loop (each finished request is replaced at once).",
+        title="Request rates (req/s)",
+        description="Comma-separated, e.g. 1,2,4,8: one open-loop level per rate, arrivals at that many requests/s "
+        "(Poisson, or gamma with a burstiness), at most max-in-flight at a time; the concurrency levels are then "
+        "not run. Without it, a closed loop at each concurrency level (each finished request is replaced at once). "
+        "With find-max-rate, the first rate is where the search starts.",
+        json_schema_extra={FLAG: "--request-rate", ALLOWED: f"1–{MAX_LEVELS} distinct rates > 0, ≤ {MAX_RATE:.0f}"},
+    )
+    burstiness: float = Field(
+        default=_RUN.burstiness,
+        alias="burstiness",
+        title="Burstiness",
+        description="Rate levels: gamma arrivals with this burstiness (the squared coefficient of variation of "
+        "the gaps): 1 is Poisson, below 1 more regular, above 1 burstier.",
         gt=0,
+        le=100,
+    )
+    max_in_flight: int | None = Field(
+        default=_RUN.max_in_flight,
+        alias="max_in_flight",
+        title="Max requests in flight",
+        description="Rate levels: at most this many requests in flight (arrivals wait for a free slot), to spare a "
+        "small server; without it, the highest concurrency level. At most PROBE_MAX_CONCURRENCY.",
+        ge=1,
         le=100_000,
-        json_schema_extra={FLAG: "--request-rate"},
+    )
+    find_max_rate: bool = Field(
+        default=_RUN.find_max_rate,
+        alias="find_max_rate",
+        title="Find the highest rate within the SLO",
+        description="Search the request rate: from the first rate (else 1 req/s) double until a level misses the "
+        "SLO, then bisect to within 10%; one level per rate measured, bounded by the search's levels and time "
+        "and by PROBE_MAX_REQUESTS_PER_RUN.",
+    )
+    search_max_levels: int = Field(
+        default=_RUN.search_max_levels,
+        alias="search_max_levels",
+        title="Search: most levels",
+        description="Rate search: measure at most this many rates.",
+        ge=1,
+        le=MAX_LEVELS,
+    )
+    search_max_duration_s: float = Field(
+        default=_RUN.search_max_duration_s,
+        alias="search_max_duration",
+        title="Search: time budget (s)",
+        description="Rate search: start no level once this many seconds went by (or the next level would overrun "
+        "them).",
+        gt=0,
+        le=86_400,
     )
     duration_s: float | None = Field(
         default=_RUN.duration_s,
@@ -265,6 +311,26 @@ class ProbeOptions(BaseModel):
     def _parse_levels(cls, value: object) -> object:
         if isinstance(value, str):
             value = [part for part in value.replace(" ", "").split(",") if part]
+        return value
+
+    @field_validator("request_rate_rps", mode="before")
+    @classmethod
+    def _parse_rates(cls, value: object) -> object:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return ()
+        if isinstance(value, str):
+            return parse_rates(value)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return parse_rates(",".join(str(v) for v in value)) if value else ()
+        return value
+
+    @field_validator("request_rate_rps")
+    @classmethod
+    def _distinct_rates(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if len(value) > MAX_LEVELS:
+            raise ValueError(f"give at most {MAX_LEVELS} rates, e.g. 1,2,4,8")
+        if len(set(value)) != len(value):
+            raise ValueError("each rate once, e.g. 1,2,4,8")
         return value
 
     @field_validator("concurrency")
@@ -523,7 +589,7 @@ def default_text(field: FieldInfo) -> str:
     if isinstance(value, Enum):
         return str(value.value)
     if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
+        return ",".join(str(v) for v in value) or "none"
     if isinstance(value, float):
         return number_text(value)
     return str(value) if value != "" else "empty"

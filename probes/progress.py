@@ -15,6 +15,7 @@ class Progress:
     levels_total: int = 0
     level_index: int | None = None
     concurrency: int | None = None
+    request_rate_rps: float | None = None  # the current level's rate (None: closed loop)
     requests_per_level: int = 0
     sent: int = 0  # in the current level
     finished: int = 0

@@ -30,11 +30,12 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.models import LevelResult
+if TYPE_CHECKING:  # probes.models holds a RateSearch: import it only for the annotation
+    from probes.models import LevelResult
 
 __all__ = [
     "MAX_RATE_RPS",
@@ -45,6 +46,7 @@ __all__ = [
     "arrival_gaps",
     "find_max_rate",
     "parse_rates",
+    "search_of_levels",
 ]
 
 MAX_RATE_RPS = 1e6  # a sweep's rates stay at or below this (requests per second)
@@ -72,7 +74,7 @@ class RateOutcome(BaseModel):
     violations: tuple[str, ...] = ()  # why it missed, when it did
 
     @classmethod
-    def of_level(cls, level: LevelResult) -> "RateOutcome":
+    def of_level(cls, level: "LevelResult") -> "RateOutcome":
         """A probe level's outcome: its SLO verdict, requests sent and wall time."""
         return cls(
             met_slo=level.slo.met,
@@ -236,3 +238,78 @@ def _gaps(rng: random.Random, rate_rps: float, n: int | None, burstiness: float)
     while n is None or i < n:
         yield rng.expovariate(rate_rps) if burstiness == 1.0 else rng.gammavariate(shape, scale)
         i += 1
+
+
+def search_of_levels(
+    measured: "list[LevelResult]",
+    *,
+    max_levels: int,
+    max_requests: int,
+    max_duration_s: float,
+    precision: float = 0.1,
+) -> RateSearch | None:
+    """A finished search rebuilt from its stored levels (in order), for a run read back from the database.
+
+    The levels, best rate and bracket are exact; the stop reason is the one the budgets give for those levels (the
+    time budget judged by the levels' own wall time). None when no level has a rate, or the levels do not show why
+    the search stopped (a cancelled run).
+    """
+    rated = [lv for lv in sorted(measured, key=lambda lv: lv.index) if lv.request_rate_rps]
+    if not rated:
+        return None
+    levels: list[RateLevel] = []
+    missed = False
+    for lv in rated:
+        outcome = RateOutcome.of_level(lv)
+        phase: Literal["grow", "bisect"] = "bisect" if missed else "grow"
+        levels.append(RateLevel(index=len(levels), rate_rps=lv.request_rate_rps, phase=phase, **outcome.model_dump()))
+        missed = missed or not outcome.met_slo
+    good = max((lv.rate_rps for lv in levels if lv.met_slo), default=None)
+    bad = min((lv.rate_rps for lv in levels if not lv.met_slo), default=None)
+    elapsed_s = sum(lv.duration_s for lv in levels)
+    if good is None:
+        reason, detail = (
+            StopReason.FIRST_RATE_MISSED,
+            f"the first rate, {levels[0].rate_rps:g} requests/s, missed the SLO",
+        )
+    elif bad is not None and (bad - good) / good <= precision:
+        reason = StopReason.CONVERGED
+        detail = f"{good:g} requests/s met the SLO and {bad:g} missed it (within {precision * 100:g}%)"
+    else:
+        next_rate = good * 2 if bad is None else (good + bad) / 2
+        if bad is None and next_rate > MAX_RATE_RPS:
+            return _rebuilt(
+                levels,
+                good,
+                bad,
+                StopReason.RATE_CAP,
+                f"every rate up to {good:g} requests/s met the SLO",
+                precision,
+                elapsed_s,
+            )
+        over = _over_budget(levels, next_rate, max_levels, max_requests, max_duration_s, elapsed_s)
+        if over is None:
+            return None
+        reason, detail = over
+    return _rebuilt(levels, good, bad, reason, detail, precision, elapsed_s)
+
+
+def _rebuilt(
+    levels: list[RateLevel],
+    good: float | None,
+    bad: float | None,
+    reason: StopReason,
+    detail: str,
+    precision: float,
+    elapsed_s: float,
+) -> RateSearch:
+    return RateSearch(
+        best_rate_rps=good,
+        lowest_missed_rate_rps=bad,
+        stop_reason=reason,
+        stop_detail=detail,
+        precision=precision,
+        requests=sum(lv.requests for lv in levels),
+        duration_s=elapsed_s,
+        levels=tuple(levels),
+    )

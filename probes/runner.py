@@ -15,13 +15,14 @@ from probes.config import RunSettings, check_run_settings
 from probes.deployment import Deployment
 from probes.detect import detect
 from probes.level import WARMUP_INDEX, Level, LevelPlan, SampleSink
-from probes.metrics import best_concurrency_within_slo, summarize_level
+from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
 from probes.models import CONNECTION_KINDS, LevelResult, RequestSample, RunResult, RunStatus, ServerMetrics
 from probes.progress import Progress
 from probes.prom import Scraper, exposition, metrics_url_for, server_metrics
+from probes.ratesearch import RateOutcome, RateSearch, find_max_rate
 from probes.transport import LeanTransport
 from probes.workloads import Prompt, build_prompts
-from settings import Settings
+from settings import Settings, get_settings
 
 # Progress and the sinks stay importable from here (probes/worker.py and probes/__init__.py import them from runner).
 __all__ = ["DeploymentSink", "LevelSink", "Progress", "SampleSink", "run_probe"]
@@ -54,6 +55,7 @@ async def run_probe(
     check_run_settings(settings, limits)
     prompts = build_prompts(settings, settings.requests_per_level)
     sweep = _Sweep(settings, prompts, progress or Progress(), transport, clock, on_sample, on_level, on_deployment)
+    sweep.max_requests = (limits or get_settings()).probe_max_requests_per_run - settings.warmup_requests
     await sweep.run()
     return sweep.result()
 
@@ -80,7 +82,8 @@ class _Sweep:
         self.on_level = on_level
         self.on_deployment = on_deployment
         self.lean = LeanTransport(clock=clock) if transport is None else None
-        self.http = make_http(settings, max(settings.concurrency), self.lean or transport)
+        self.pool = settings.in_flight_cap if settings.rate_mode else max(settings.concurrency)
+        self.http = make_http(settings, self.pool, self.lean or transport)
         self.client = make_client(settings, self.http)
         self.scraper = Scraper(
             self.http, settings.metrics_url or metrics_url_for(settings.base_url), settings.scrape_metrics
@@ -90,8 +93,10 @@ class _Sweep:
         self.samples: list[RequestSample] = []
         self.status = RunStatus.COMPLETED
         self.error: str | None = None
+        self.search: RateSearch | None = None
+        self.max_requests = settings.total_requests  # a search's request budget (run_probe sets the run's cap)
         progress.update(
-            levels_total=len(settings.concurrency), requests_per_level=settings.requests_per_level, phase="connecting"
+            levels_total=settings.level_count, requests_per_level=settings.requests_per_level, phase="connecting"
         )
 
     async def run(self) -> None:
@@ -103,8 +108,17 @@ class _Sweep:
                 return
             await self._detect(listing)
             await self._warmup()
-            for index, concurrency in enumerate(self.settings.concurrency):
-                if not await self._level(index, concurrency):
+            if self.settings.find_max_rate:
+                await self._search()
+                return
+            rates = self.settings.request_rate_rps
+            plans = (
+                [(self.settings.in_flight_cap, rate) for rate in rates]
+                if rates
+                else [(concurrency, None) for concurrency in self.settings.concurrency]
+            )
+            for index, (concurrency, rate) in enumerate(plans):
+                if not await self._level(index, concurrency, rate):
                     self.status = RunStatus.CANCELLED
                     return
         except asyncio.CancelledError:
@@ -141,17 +155,47 @@ class _Sweep:
         if not count:
             return
         self.progress.update(phase="warmup")
-        plan = LevelPlan(WARMUP_INDEX, min(count, max(self.settings.concurrency)), count, counted=False)
+        plan = LevelPlan(WARMUP_INDEX, min(count, self.pool), count, counted=False)
         await self._new_level(plan).run()
 
-    async def _level(self, index: int, concurrency: int) -> bool:
+    async def _search(self) -> None:
+        """--find-max-rate: grow then bisect the request rate (probes/ratesearch.py), one stored level per rate."""
+        settings = self.settings
+
+        async def measure(rate_rps: float) -> RateOutcome:
+            index = len(self.levels)
+            if not await self._level(index, settings.in_flight_cap, rate_rps):
+                raise asyncio.CancelledError  # the run ends CANCELLED with the levels measured so far
+            if not self.levels or self.levels[-1].index != index:  # nothing finished: it cannot have met the SLO
+                return RateOutcome(met_slo=False, requests=0, duration_s=0.0, violations=("no request finished",))
+            return RateOutcome.of_level(self.levels[-1])
+
+        self.search = await find_max_rate(
+            measure,
+            start_rps=settings.search_start_rps,
+            max_levels=settings.search_max_levels,
+            max_requests=max(1, self.max_requests),
+            max_duration_s=settings.search_max_duration_s,
+            clock=self.clock,
+        )
+        self.progress.update(message=f"rate search stopped: {self.search.stop_detail}")
+
+    async def _level(self, index: int, concurrency: int, rate_rps: float | None = None) -> bool:
         """One level with its scrapes before and after; False when it was cancelled (its samples are kept)."""
         per_level = self.settings.requests_per_level
         self.progress.update(
-            phase="level", level_index=index, concurrency=concurrency, sent=0, finished=0, ok=0, failed=0
+            phase="level",
+            level_index=index,
+            concurrency=concurrency,
+            request_rate_rps=rate_rps,
+            sent=0,
+            finished=0,
+            ok=0,
+            failed=0,
         )
         before = await self.scraper.now()
-        level = self._new_level(LevelPlan(index, concurrency, per_level, prompt_offset=index * per_level))
+        plan = LevelPlan(index, concurrency, per_level, prompt_offset=index * per_level, rate_rps=rate_rps)
+        level = self._new_level(plan)
         started_at = datetime.now(UTC)
         completed = True
         try:
@@ -189,7 +233,7 @@ class _Sweep:
             finished_at=datetime.now(UTC),
             duration_s=max(0.0, level.end_s - level.start_s),
             slo=self.settings.slo,
-            request_rate_rps=self.settings.request_rate_rps,
+            request_rate_rps=level.plan.rate_rps,
             server_metrics=metrics,
         )
         self.levels.append(result)
@@ -209,6 +253,10 @@ class _Sweep:
             started_at=self.started_at,
             finished_at=datetime.now(UTC),
             best_concurrency_within_slo=best_concurrency_within_slo(self.levels),
+            best_request_rate_within_slo_rps=(
+                self.search.best_rate_rps if self.search is not None else best_request_rate_within_slo(self.levels)
+            ),
+            rate_search=self.search,
             levels=self.levels,
             samples=self.samples,
         )

@@ -1,11 +1,12 @@
 """The cost calculator's inputs: one frozen model whose aliases are the page's URL parameters."""
 
 import copy
+import re
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from catalog import GpuLookupError, find_gpu, load_handbook
 from perf.inputs import ENGINE_FAMILIES
@@ -102,6 +103,16 @@ def known_quant(value: object) -> object:
         return _quant_id(value)
     except NameLookupError as exc:
         raise ValueError(str(exc)) from exc
+
+
+MAX_RPS = 10_000_000  # requests/s per replica (`rps`)
+RUN_ID = re.compile(r"^[0-9a-f]{6,32}$")
+
+
+def _rps_text(rate: float, run_id: str | None) -> str:
+    """`rps` as the link writes it: 12.5 not 12.50, and the run after @."""
+    text = f"{rate:.6g}" if not rate.is_integer() else str(int(rate))
+    return f"{text}@{run_id}" if run_id else text
 
 
 class TpsSource(StrEnum):
@@ -241,12 +252,61 @@ class TcoInputs(BaseModel):
         title="Throughput source",
         description="'estimate' when `tps` came from perf's estimate for `model`, `engine` and `quant_method`",
     )
+    measured_rps: str | None = Field(
+        default=None,
+        alias="rps",
+        max_length=60,
+        title="Requests/s per replica (measured)",
+        description="requests/s one replica served within its SLO, as a probe run measured it ('12.5', or "
+        "'12.5@<run id>' naming the run); when given, it sets the replica's capacity instead of `tps`",
+    )
     model: str = Field(default=load_rules().defaults.model, alias="model", title="Model (for the estimate)")
     engine: str = Field(default=ENGINE_FAMILIES[0], alias="engine", title="Engine (for the estimate)")
     quant_method: str = Field(default=AUTO, alias="quant_method", title="Quantization (for the estimate)")
     ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", "SLO: TTFT p50 target (ms)")
     ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", "SLO: TTFT p99 target (ms)")
     tpot_p50_ms: float = slo_ms_field(_SLO.tpot_p50_ms, "tpot_p50", "SLO: TPOT p50 target (ms)")
+
+    @field_validator("measured_rps", mode="before")
+    @classmethod
+    def _measured_rps(cls, value: object) -> object:
+        """'12.5' or '12.5@9f0c1a2b': a rate above 0 (requests/s), optionally the probe run that measured it."""
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            return None if value is None else _rps_text(float(value), None)
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if not text:
+            return None
+        rate_text, _, run_id = text.partition("@")
+        try:
+            rate = float(rate_text)
+        except ValueError:
+            raise ValueError("give requests/s per replica, e.g. 12.5 or 12.5@<probe run id>") from None
+        if not 0 < rate <= MAX_RPS:
+            raise ValueError(f"requests/s per replica must be above 0 and at most {MAX_RPS:,.0f}")
+        run_id = run_id.strip().lower()
+        if run_id and not RUN_ID.match(run_id):
+            raise ValueError(f"a probe run id is 6-32 hexadecimal characters, not {run_id!r}")
+        return _rps_text(rate, run_id or None)
+
+    @model_validator(mode="after")
+    def _capacity_from_rps(self) -> "TcoInputs":
+        """A measured request rate sets the replica's throughput: rps x output tokens per request."""
+        rps = self.requests_per_s_per_replica
+        if rps is not None:
+            object.__setattr__(self, "output_tok_s_per_replica", rps * self.out_tokens_per_request)
+        return self
+
+    @property
+    def requests_per_s_per_replica(self) -> float | None:
+        """The measured requests/s per replica (`rps`), None when not given."""
+        return None if self.measured_rps is None else float(self.measured_rps.partition("@")[0])
+
+    @property
+    def rps_run_id(self) -> str | None:
+        """The probe run that measured `rps`, when the link names it."""
+        return (self.measured_rps or "").partition("@")[2] or None
 
     @field_validator("model", mode="before")
     @classmethod

@@ -80,7 +80,7 @@ def test_the_probe_page_parameters_state_their_defaults_and_allowed_values() -> 
         alias = field_alias(name, field)
         _meaning, default, allowed = rows[alias]
         value = getattr(ProbeForm(), name)
-        expected_default = "empty" if value in ("", None) else format_value(value)
+        expected_default = "empty" if value in ("", None, ()) else format_value(value)
         assert _states(default, expected_default), f"`{alias}`: README says {default!r}, not {expected_default!r}"
         expected = allowed_text(field)
         if expected is not None:

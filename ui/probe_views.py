@@ -142,16 +142,32 @@ def run_status_message(result: RunResult) -> None:
 
 def headline(result: RunResult) -> None:
     """The run's key figures as metrics, and how it scaled beside the handbook's benchmark."""
-    best = next((lv for lv in result.levels if lv.concurrency == result.best_concurrency_within_slo), None)
-    shown = best or default_cost_level(result)
+    rates = any(lv.request_rate_rps is not None for lv in result.levels)
+    shown = default_cost_level(result)
     cols = st.columns(4)
-    cols[0].metric(
-        "Max concurrency in SLO",
-        "none" if result.best_concurrency_within_slo is None else str(result.best_concurrency_within_slo),
-        border=True,
-        help="The highest level whose TTFT p50, TTFT p99, TPOT p50 and failure share met the targets.",
-    )
-    at = f" at concurrency {shown.concurrency}" if shown else ""
+    if rates:
+        best_rate = result.best_request_rate_within_slo_rps
+        search = result.rate_search
+        cols[0].metric(
+            "Max request rate in SLO",
+            "none" if best_rate is None else f"{best_rate:,.4g} req/s",
+            border=True,
+            help="The highest request rate whose level met the TTFT p50, TTFT p99, TPOT p50 and failure targets."
+            + (f" Search: {search.stop_detail}." if search is not None else ""),
+        )
+    else:
+        cols[0].metric(
+            "Max concurrency in SLO",
+            "none" if result.best_concurrency_within_slo is None else str(result.best_concurrency_within_slo),
+            border=True,
+            help="The highest level whose TTFT p50, TTFT p99, TPOT p50 and failure share met the targets.",
+        )
+    if shown is None:
+        at = ""
+    elif shown.request_rate_rps is not None:
+        at = f" at {shown.request_rate_rps:g} req/s"
+    else:
+        at = f" at concurrency {shown.concurrency}"
     cols[1].metric(
         "Output tokens/s",
         _fmt(shown.output_tok_s if shown else None),
@@ -178,33 +194,42 @@ def headline(result: RunResult) -> None:
 def cost_this(result: RunResult, key: str) -> None:
     """A level picker and a link that opens the cost calculator with that level's measured figures."""
     default = default_cost_level(result)
-    levels = [lv for lv in result.levels if lv.output_tok_s and lv.completed]
+    levels = {lv.index: lv for lv in result.levels if lv.output_tok_s and lv.completed}
     if default is None:
         st.caption("No level produced output tokens, so there is nothing to cost.")
         return
-    options = [lv.concurrency for lv in levels]
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default.concurrency
+    if st.session_state.get(key) not in levels:
+        st.session_state[key] = default.index
 
-    def label(concurrency: int) -> str:
-        level = next(lv for lv in levels if lv.concurrency == concurrency)
-        mark = " (highest within SLO)" if concurrency == result.best_concurrency_within_slo else ""
-        return f"concurrency {concurrency}: {level.output_tok_s:,.1f} tok/s{mark}"
+    def label(index: int) -> str:
+        level = levels[index]
+        if level.request_rate_rps is not None:
+            best = level.request_rate_rps == result.best_request_rate_within_slo_rps
+            return f"{level.request_rate_rps:g} req/s: {level.output_tok_s:,.1f} tok/s" + (
+                " (highest rate within SLO)" if best else ""
+            )
+        mark = " (highest within SLO)" if level.concurrency == result.best_concurrency_within_slo else ""
+        return f"concurrency {level.concurrency}: {level.output_tok_s:,.1f} tok/s{mark}"
 
     left, right = st.columns([2, 1], vertical_alignment="bottom")
     chosen = left.selectbox(
-        "Level to cost", options, key=key, format_func=label, help="By default the highest concurrency within SLO."
+        "Level to cost",
+        list(levels),
+        key=key,
+        format_func=label,
+        help="By default the highest rate (or concurrency) within SLO.",
     )
-    level = next(lv for lv in levels if lv.concurrency == chosen)
-    params = cost_params(level)
+    level = levels[chosen]
+    params = cost_params(level, result.run_id)
     right.page_link("views/tco.py", label="Cost this", icon=":material/payments:", query_params=params)
-    if result.best_concurrency_within_slo is None:
+    if result.best_concurrency_within_slo is None and result.best_request_rate_within_slo_rps is None:
         st.caption("No level met the SLO; the default is the level with the highest throughput.")
-    st.caption(
-        "Opens the cost calculator with "
-        + ", ".join(f"`{k}={v}`" for k, v in params.items())
-        + " (throughput of this endpoint as one replica)."
+    what = (
+        "requests/s this endpoint served within the SLO, as one replica"
+        if "rps" in params
+        else "throughput of this endpoint as one replica"
     )
+    st.caption("Opens the cost calculator with " + ", ".join(f"`{k}={v}`" for k, v in params.items()) + f" ({what}).")
 
 
 def run_details(result: RunResult, key: str) -> None:

@@ -64,7 +64,7 @@ APIS = {"chat": "Chat completions", "completions": "Completions"}
 
 
 def _to_widget(alias: str, value: object) -> object:
-    if alias == "levels":
+    if alias in ("levels", "rate"):
         return format_value(value)
     return plain_widget_value(alias, value)
 
@@ -172,10 +172,10 @@ def _form(busy: bool) -> DeltaGenerator:
             number_field(left, state, "max_tokens", step=32)
             number_field(mid, state, "warmup", step=1)
             number_field(right, state, "temperature", step=0.1, fmt="%.2f")
-            number_field(left, state, "rate", step=1.0, fmt="%.4g", placeholder="empty: closed loop")
-            number_field(mid, state, "duration", step=10.0, fmt="%.4g", placeholder="empty: no bound")
-            toggle_field(right, state, "ignore_eos")
+            number_field(left, state, "duration", step=10.0, fmt="%.4g", placeholder="empty: no bound")
+            toggle_field(mid, state, "ignore_eos")
             text_field(load, state, "label", placeholder="e.g. A800 AWQ baseline")
+        _rate_fields()
         with st.expander("SLO targets", icon=":material/flag:"):
             left, mid, right = st.columns(3)
             number_field(left, state, "ttft_p50", step=50.0, fmt="%.6g")
@@ -196,6 +196,23 @@ def _form(busy: bool) -> DeltaGenerator:
             ok, message = report
             rest.markdown(f":{'green' if ok else 'red'}[{'✓' if ok else '✗'}] " + escape_markdown(message))
     return right
+
+
+def _rate_fields() -> None:
+    """Open-loop load: a list of request rates (one level each), or a search for the highest rate within the SLO."""
+    with st.expander("Request rates (open loop)", icon=":material/trending_up:"):
+        st.caption(
+            "Give rates to send requests at those arrival rates instead of the concurrency levels (one level per "
+            "rate), or let the probe find the highest rate whose level meets the SLO targets."
+        )
+        left, mid, right = st.columns(3)
+        text_field(left, state, "rate", placeholder="empty: closed loop, e.g. 1,2,4,8")
+        number_field(mid, state, "burstiness", step=0.5, fmt="%.4g")
+        number_field(right, state, "max_in_flight", step=8, placeholder="the highest concurrency")
+        left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
+        toggle_field(left, state, "find_max_rate")
+        number_field(mid, state, "search_max_levels", step=1)
+        number_field(right, state, "search_max_duration", step=60.0, fmt="%.6g")
 
 
 def _deployment_fields() -> None:
@@ -282,7 +299,13 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
     done_levels = len(progress.levels)
     index = progress.level_index if progress.level_index is not None else 0
     if progress.phase == "level":
-        label = f"Level {index + 1} of {total}: concurrency {progress.concurrency}"
+        load = (
+            f"concurrency {progress.concurrency}"
+            if progress.request_rate_rps is None
+            else f"{progress.request_rate_rps:g} requests/s"
+        )
+        of = f"at most {total}" if run.settings.find_max_rate else str(total)
+        label = f"Level {index + 1} of {of}: {load}"
         overall = min(1.0, (index * per_level + progress.finished) / (total * per_level))
         in_level = min(1.0, progress.finished / per_level)
     else:

@@ -5,6 +5,7 @@ import streamlit as st
 
 from db.runs import (
     RunRow,
+    best_request_rates,
     delete_run,
     get_run,
     get_run_row,
@@ -64,6 +65,7 @@ def _known_selection(rows: list[RunRow]) -> dict[str, RunRow]:
 
 def _table(rows: list[RunRow]) -> None:
     peaks = peak_output_tok_s(get_engine(), [row.id for row in rows])
+    rates = best_request_rates(get_engine(), [row.id for row in rows])
     table = pd.DataFrame(
         [
             {
@@ -74,6 +76,7 @@ def _table(rows: list[RunRow]) -> None:
                 "endpoint": row.endpoint,
                 "workload": row.workload,
                 "best concurrency within SLO": row.best_concurrency_within_slo,
+                "best req/s within SLO": rates.get(row.id),
                 "peak output tok/s": round(peaks[row.id], 1) if row.id in peaks else None,
                 "id": row.id,
             }

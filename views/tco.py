@@ -78,16 +78,26 @@ def _inputs_form() -> None:
     right.number_input(
         "GPUs per replica", key=K("gpus"), step=1, help="GPUs serving one model copy (tensor parallel size)."
     )
+    measured_rps = st.session_state.get(K("rps"))
     st.number_input(
         "Throughput per replica (output tokens/s)",
         key=K("tps"),
         step=10.0,
         format="%.6g",
         on_change=_on_tps_change,
+        disabled=bool(measured_rps),
         help="Measured at your serving concurrency; the handbook's A800 reached 588 tok/s at 16. "
         "Or fill it from an estimate (below).",
     )
-    if st.session_state.get(K("tps_source")) == TpsSource.ESTIMATE.value:
+    if measured_rps:
+        rate, _, run_id = str(measured_rps).partition("@")
+        st.caption(
+            f":material/speed: Capacity: **measured** {rate} requests/s per replica within the SLO"
+            + (f" (probe run `{run_id}`)" if run_id else "")
+            + "; the throughput is that rate x output tokens per request."
+        )
+        st.button("Enter throughput instead", key="tco.drop_rps", on_click=_drop_rps, icon=":material/edit:")
+    elif st.session_state.get(K("tps_source")) == TpsSource.ESTIMATE.value:
         st.caption(":material/query_stats: Throughput source: **estimate** (band and basis on the page).")
     elif st.session_state.get(K("tps")) == _SEED.output_tok_s and st.session_state.get(K("gpu")) == _SEED.gpu:
         st.caption(
@@ -125,6 +135,11 @@ def _inputs_form() -> None:
     )
     with st.expander("Optimization levers (handbook Q5)", icon=":material/tune:"):
         _lever_inputs()
+
+
+def _drop_rps() -> None:
+    """Button callback: forget the measured request rate; the throughput is typed again."""
+    st.session_state[K("rps")] = None
 
 
 def _on_tps_change() -> None:
@@ -217,6 +232,20 @@ def _estimate_note(inputs: TcoInputs) -> None:
             "apply it again under Estimate throughput."
         )
     st.info(text, icon=":material/query_stats:")
+
+
+def _measured_note(inputs: TcoInputs) -> None:
+    """A measured request rate (`rps`) says so, naming the probe run when the link does."""
+    rps = inputs.requests_per_s_per_replica
+    if rps is None:
+        return
+    run = f"probe run `{inputs.rps_run_id}`" if inputs.rps_run_id else "a probe run (not named in the link)"
+    st.info(
+        f"Capacity per replica is **measured**: {rps:,.6g} requests/s within the SLO, by {run}. With "
+        f"{inputs.out_tokens_per_request:,} output tokens per request that is "
+        f"{inputs.output_tok_s_per_replica:,.6g} output tokens/s.",
+        icon=":material/speed:",
+    )
 
 
 def _lever_inputs() -> None:
@@ -354,6 +383,7 @@ def body() -> None:
         return
     result = estimate(inputs)
     _estimate_note(inputs)
+    _measured_note(inputs)
     _headline(result)
     for note in result.notes:
         st.info(note, icon="💡")

@@ -95,7 +95,7 @@ def test_the_form_round_trips_through_the_url_and_never_holds_a_key() -> None:
     assert "key" not in " ".join(ProbeForm.model_fields) and "api_key" not in to_params(form)
     settings = form.run_settings("sk-secret")
     assert settings.concurrency == (1, 4, 16) and settings.slo.ttft_p50_ms == 200
-    assert settings.request_rate_rps == 2.5 and "sk-secret" not in settings.model_dump_json()
+    assert settings.request_rate_rps == (2.5,) and "sk-secret" not in settings.model_dump_json()
 
 
 @pytest.mark.parametrize(

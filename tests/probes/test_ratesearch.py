@@ -321,8 +321,8 @@ class PoissonLevels:
         self.results: list[LevelResult] = []
 
     async def __call__(self, rate_rps: float) -> RateOutcome:
-        settings = self.settings.model_copy(update={"request_rate_rps": rate_rps})
-        plan = LevelPlan(len(self.results), IN_FLIGHT, LEVEL_REQUESTS)
+        settings = self.settings.model_copy(update={"request_rate_rps": (rate_rps,)})
+        plan = LevelPlan(len(self.results), IN_FLIGHT, LEVEL_REQUESTS, rate_rps=rate_rps)
         level = Level(
             self.client, settings, self.prompts, plan, clock=time.perf_counter, progress=Progress(), lean=self.lean
         )
