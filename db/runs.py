@@ -450,7 +450,7 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
     samples = load_samples(engine, run_id) if with_samples else []
     levels = _levels_from_samples(row, settings, partial, stored)
     best = row.best_concurrency_within_slo
-    if best is None and row.status != RunStatus.RUNNING.value:
+    if best is None and row.status != RunStatus.RUNNING.value and not settings.trace_mode:  # a replay has none
         best = best_concurrency_within_slo(levels)
     finished = row.status != RunStatus.RUNNING.value
     best_rate = best_request_rate_within_slo(levels) if finished else None

@@ -144,11 +144,13 @@ def level_line(level: LevelResult) -> str:
     """One level in one line."""
     errors = ", ".join(f"{k} {v}" for k, v in level.errors.items())
     slo = "SLO met" if level.slo.met else "SLO missed: " + "; ".join(level.slo.violations)
-    load = (
-        f"concurrency {level.concurrency}"
-        if level.request_rate_rps is None
-        else f"rate {level.request_rate_rps:g} req/s (at most {level.concurrency} in flight)"
-    )
+    if level.schedule_lag_ms is not None:
+        lag = level.schedule_lag_ms
+        load = f"trace replay (send lag p50 {_fmt(lag.p50, 'ms', 1)} p99 {_fmt(lag.p99, 'ms', 1)})"
+    elif level.request_rate_rps is None:
+        load = f"concurrency {level.concurrency}"
+    else:
+        load = f"rate {level.request_rate_rps:g} req/s (at most {level.concurrency} in flight)"
     return (
         f"{load}: {level.completed}/{level.requests} ok"
         + (f" ({errors})" if errors else "")
@@ -160,6 +162,15 @@ def level_line(level: LevelResult) -> str:
 
 def start_line(settings: RunSettings) -> str:
     """What is about to be probed."""
+    if settings.trace_mode:
+        window = f"from {settings.trace_start_s:g} s" + (
+            f" for {settings.trace_duration_s:g} s" if settings.trace_duration_s is not None else ""
+        )
+        limit = f", at most {settings.trace_limit} requests" if settings.trace_limit is not None else ""
+        return (
+            f"probing {settings.endpoint} model {settings.model}: replaying trace {settings.trace} {window}{limit} "
+            f"at {settings.trace_speed:g}x speed"
+        )
     if settings.find_max_rate:
         load = (
             f"searching the highest request rate within the SLO from {settings.search_start_rps:g} req/s "
@@ -175,7 +186,10 @@ def start_line(settings: RunSettings) -> str:
 def summary_line(result: RunResult) -> str:
     """How the run ended, its highest concurrency within the SLO, the deployment and where it is stored."""
     deployment = deployment_text(result.settings.deployment)
-    if result.settings.rate_mode:
+    if result.settings.trace_mode:
+        met = [lv.slo.met for lv in result.levels]
+        best = "trace replayed, SLO " + ("met" if met and all(met) else "missed" if met else "not measured")
+    elif result.settings.rate_mode:
         rate = result.best_request_rate_within_slo_rps
         best = f"highest request rate within SLO: {f'{rate:g} req/s' if rate is not None else 'none'}"
         if result.rate_search is not None:
@@ -186,6 +200,7 @@ def summary_line(result: RunResult) -> str:
     return (
         f"{result.status}: {best}"
         + (f" ({result.error})" if result.error else "")
+        + "".join(f"; note: {note}" for note in result.notes)
         + (f"; deployment: {deployment}" if deployment else "")
         + (f"; stored as run {result.run_id}" if result.run_id else "")
     )

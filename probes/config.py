@@ -33,6 +33,7 @@ class WorkloadKind(StrEnum):
     SHARED_PREFIX = "shared_prefix"  # one long common system prompt, varied questions
     CODE_JSON = "code_json"  # code and JSON tasks (predictable output: speculative decoding shines)
     FILE = "file"  # a user JSONL file
+    TRACE = "trace"  # replay a request trace's arrival times and lengths (probes/replay.py)
 
 
 def redact_url(url: str) -> str:
@@ -119,6 +120,14 @@ class RunSettings(BaseModel):
     search_max_levels: int = Field(default=12, ge=1)
     search_max_duration_s: float = Field(default=600.0, gt=0)
     duration_s: float | None = Field(default=None, gt=0)  # None: no bound
+    # Trace replay (workload trace): a built-in trace name or a file path, its format (None: sniffed), the slice
+    # (original offsets [start, start + duration), at most limit requests) and the speed (10: ten times faster).
+    trace: str | None = None
+    trace_format: str | None = None
+    trace_speed: float = Field(default=1.0, gt=0)
+    trace_start_s: float = Field(default=0.0, ge=0)
+    trace_duration_s: float | None = Field(default=None, gt=0)
+    trace_limit: int | None = Field(default=None, ge=1)
     max_tokens: int = Field(default_factory=lambda: load_handbook().seed_benchmark.max_tokens, ge=1)
     temperature: float = Field(default_factory=lambda: load_handbook().seed_benchmark.temperature, ge=0, le=2)
     ignore_eos: bool = False
@@ -176,8 +185,15 @@ class RunSettings(BaseModel):
         return self.request_rate_rps[0] if self.request_rate_rps else 1.0
 
     @property
+    def trace_mode(self) -> bool:
+        """True when the run replays a trace (one open-loop level; the levels and rates are not run)."""
+        return self.workload == WorkloadKind.TRACE
+
+    @property
     def level_count(self) -> int:
         """Levels the run plans (a search: at most this many)."""
+        if self.trace_mode:
+            return 1
         if self.find_max_rate:
             return self.search_max_levels
         return len(self.request_rate_rps) if self.request_rate_rps else len(self.concurrency)
@@ -190,7 +206,12 @@ class RunSettings(BaseModel):
 
     @property
     def total_requests(self) -> int:
-        """Requests the run may send, warm-up included (a search: its first level; the cap bounds the rest)."""
+        """Requests the run may send, warm-up included (a search: its first level; the cap bounds the rest).
+
+        A trace replay's count is the slice's (probes/replay.py checks it against the cap); here its limit, if any.
+        """
+        if self.trace_mode:
+            return self.warmup_requests + (self.trace_limit or 0)
         levels = 1 if self.find_max_rate else self.level_count
         return self.warmup_requests + self.requests_per_level * levels
 
@@ -223,6 +244,10 @@ def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None
             f"this run would send {run.total_requests} requests, over the cap of {limits.probe_max_requests_per_run} "
             "(fewer levels or requests per level, or raise PROBE_MAX_REQUESTS_PER_RUN)"
         )
+    if run.trace_mode and not run.trace:
+        raise ProbeSettingsError("the trace workload needs a trace: a file or a built-in name (azure-code, azure-conv)")
+    if run.trace_mode and run.rate_mode:
+        raise ProbeSettingsError("a trace replay sends at the trace's own times: drop the request rates or the search")
     if run.workload == WorkloadKind.FILE and not run.prompt_file:
         raise ProbeSettingsError("the file workload needs a JSONL prompt file")
     host = (urlsplit(run.base_url).hostname or "").lower()

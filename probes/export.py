@@ -41,6 +41,7 @@ SAMPLE_COLUMNS = (
     "error_kind",
     "error",
     "retry_after_s",
+    "trace_line",
 )
 
 

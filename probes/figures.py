@@ -152,6 +152,48 @@ def throughput_figure(runs: Sequence[RunResult]) -> go.Figure:
     return figure
 
 
+def timeline_figure(result: RunResult) -> go.Figure:
+    """A trace replay over time: each request at its send time (s from the level's start), its TTFT and E2E (ms).
+
+    Failed requests are marked on the x axis.
+    """
+    figure = go.Figure()
+    done = sorted((s for s in result.samples if s.ok and s.e2e_ms is not None), key=lambda s: s.start_s)
+    failed = [s for s in result.samples if not s.ok]
+    for name, values, color in (
+        ("E2E", [s.e2e_ms for s in done], PALETTE[1]),
+        ("TTFT", [s.ttft_ms for s in done], PALETTE[0]),
+    ):
+        figure.add_scatter(
+            x=[s.start_s for s in done],
+            y=values,
+            mode="markers",
+            name=name,
+            marker={"size": 5, "color": color},
+            customdata=[[s.trace_line if s.trace_line is not None else "—"] for s in done],
+            hovertemplate=f"sent at %{{x:.3f}} s (trace line %{{customdata[0]}})<br>{name} %{{y:,.0f}} ms"
+            "<extra></extra>",
+        )
+    if failed:
+        figure.add_scatter(
+            x=[s.start_s for s in failed],
+            y=[0.0] * len(failed),
+            mode="markers",
+            name="failed",
+            marker={"symbol": "x", "size": 8, "color": SLO_COLOR},
+            customdata=[[s.error_kind or "", s.trace_line if s.trace_line is not None else "—"] for s in failed],
+            hovertemplate="sent at %{x:.3f} s (trace line %{customdata[1]}): %{customdata[0]}<extra></extra>",
+        )
+    figure.update_xaxes(title_text="arrival (s from the replay's start)", rangemode="tozero")
+    figure.update_yaxes(title_text="ms", rangemode="tozero")
+    figure.update_layout(
+        title="Trace replay: TTFT and E2E of each request over time",
+        margin=_MARGIN,
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return figure
+
+
 def _num(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 

@@ -9,6 +9,7 @@ from probes.config import SECRET_QUERY_KEYS, RunSettings
 from probes.errors import ProbeSettingsError
 from probes.models import LevelResult, RunResult
 from probes.options import ProbeOptions
+from probes.traces import BUILTIN_TRACES
 
 MAX_OPEN_RUNS = 12
 RUN_ID = re.compile(r"^[0-9a-f]{6,32}$")
@@ -26,6 +27,14 @@ class ProbeForm(ProbeOptions):
         if any(SECRET_QUERY_KEYS.search(k) for k, _ in parse_qsl(parts.query, keep_blank_values=True)):
             raise ValueError("no keys or tokens in the URL; put the key in the API key field")
         return value
+
+    @field_validator("trace")
+    @classmethod
+    def _built_in_trace_only(cls, value: str | None) -> str | None:
+        """The page names built-in traces only (a link must not read the server's files); others are uploaded."""
+        if value is not None and value.strip() and value.strip() not in BUILTIN_TRACES:
+            raise ValueError(f"pick a built-in trace ({', '.join(BUILTIN_TRACES)}) or upload a trace file")
+        return value.strip() if value else None
 
     def run_settings(self, api_key: str | None = None, prompt_file: str | None = None) -> RunSettings:
         """The probe's settings (ProbeSettingsError when they cannot be built, e.g. no model picked)."""

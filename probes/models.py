@@ -82,6 +82,7 @@ class RequestSample(BaseModel):
     error: str | None = None
     retry_after_s: float | None = None
     server_request_id: str | None = None
+    trace_line: int | None = Field(default=None, description="trace replay: the request's line in the trace file")
 
     @property
     def ok(self) -> bool:
@@ -126,6 +127,15 @@ class ServerMetrics(BaseModel):
     spec_decode_acceptance_ratio: float | None = None
 
 
+class ScheduleLag(BaseModel):
+    """Open-loop send lag: actual send time minus scheduled time, in ms (percentiles over the level's requests)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    p50: float | None = None
+    p99: float | None = None
+
+
 class LevelResult(BaseModel):
     """One concurrency level: counts, throughput over the level's wall time, latency percentiles, SLO."""
 
@@ -155,6 +165,7 @@ class LevelResult(BaseModel):
     e2e_ms: Stats
     slo: SloOutcome
     server_metrics: ServerMetrics | None = None
+    schedule_lag_ms: ScheduleLag | None = Field(default=None, description="trace replay: send lag p50 and p99")
 
 
 class RunResult(BaseModel):
@@ -178,3 +189,6 @@ class RunResult(BaseModel):
     rate_search: RateSearch | None = Field(default=None, description="a --find-max-rate run: how it searched")
     levels: list[LevelResult] = Field(default_factory=list)
     samples: list[RequestSample] = Field(default_factory=list)
+    notes: list[str] = Field(
+        default_factory=list, description="what qualifies the figures, e.g. a trace replay's uncalibrated lengths"
+    )

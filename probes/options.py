@@ -24,6 +24,8 @@ from probes.config import (
 from probes.deployment import ALLOWED, Deployment, catalog_id, deployment_fields
 from probes.errors import ProbeSettingsError
 from probes.ratesearch import MAX_RATE_RPS, parse_rates
+from probes.replay import check_replay
+from probes.traces import TraceFormat
 from probes.workloads import build_prompts
 
 DEFAULT_BASE_URL = "http://localhost:8000/v1"
@@ -103,7 +105,60 @@ class ProbeOptions(BaseModel):
         title="Workload",
         description="The prompts sent: seed, the handbook's eight fixed prompts; synthetic, prompts of a set "
         "length; shared_prefix, one long system prompt with varied questions (shows prefix caching); code_json, "
-        "code and JSON tasks (predictable output, for speculative decoding); file, your JSONL prompts.",
+        "code and JSON tasks (predictable output, for speculative decoding); file, your JSONL prompts; trace, replay "
+        "a request trace's arrival times and lengths (one open-loop level).",
+    )
+    trace: str | None = Field(
+        default=_RUN.trace,
+        alias="trace",
+        title="Trace",
+        description="Trace workload: a trace file, or a built-in trace by name: azure-code, azure-conv (Azure LLM "
+        "inference 2023 traces, CC-BY 4.0; Patel et al., Splitwise, ISCA 2024).",
+        max_length=1000,
+    )
+    trace_format: TraceFormat | None = Field(
+        default=None,
+        alias="trace_format",
+        title="Trace format",
+        description="Trace workload: mooncake (JSONL: timestamp ms, input_length, output_length, hash_ids), azure "
+        "(TIMESTAMP, ContextTokens, GeneratedTokens) or csv (timestamp_s, input_tokens, output_tokens); without it, "
+        "told from the file (built-in traces: azure).",
+        json_schema_extra={ALLOWED: "mooncake, azure, csv"},
+    )
+    trace_speed: float = Field(
+        default=_RUN.trace_speed,
+        alias="trace_speed",
+        title="Trace speed",
+        description="Trace workload: time scaling; 10 replays ten times faster (arrival times divided by it).",
+        gt=0,
+        le=10_000,
+    )
+    trace_start_s: float = Field(
+        default=_RUN.trace_start_s,
+        alias="trace_start",
+        title="Trace start (s)",
+        description="Trace workload: skip the requests before this many seconds of the trace.",
+        ge=0,
+        le=10_000_000,
+        json_schema_extra={FLAG: "--trace-start"},
+    )
+    trace_duration_s: float | None = Field(
+        default=_RUN.trace_duration_s,
+        alias="trace_duration",
+        title="Trace duration (s)",
+        description="Trace workload: replay this many seconds of the trace (trace time) from the start; without it, "
+        "to the end.",
+        gt=0,
+        le=10_000_000,
+        json_schema_extra={FLAG: "--trace-duration"},
+    )
+    trace_limit: int | None = Field(
+        default=_RUN.trace_limit,
+        alias="trace_limit",
+        title="Trace limit (requests)",
+        description="Trace workload: replay at most this many requests of the slice.",
+        ge=1,
+        le=1_000_000,
     )
     input_tokens: int = Field(
         default=_RUN.input_tokens,
@@ -375,6 +430,8 @@ class ProbeOptions(BaseModel):
             values["api_key"] = SecretStr(api_key)
         if prompt_file:
             values["prompt_file"] = prompt_file
+        if self.trace_format is not None:
+            values["trace_format"] = self.trace_format.value
         try:
             return RunSettings(**values)
         except ValidationError as exc:
@@ -506,6 +563,8 @@ def prepare_run(options: ProbeOptions, api_key: str | None = None, prompt_file: 
     """
     settings = options.run_settings(api_key, prompt_file)
     check_run_settings(settings)
+    if settings.trace_mode:
+        check_replay(settings)  # malformed lines (with their numbers) or a slice over the request cap
     build_prompts(settings, settings.requests_per_level)
     return settings
 

@@ -16,10 +16,19 @@ from probes.deployment import Deployment
 from probes.detect import detect
 from probes.level import WARMUP_INDEX, Level, LevelPlan, SampleSink
 from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
-from probes.models import CONNECTION_KINDS, LevelResult, RequestSample, RunResult, RunStatus, ServerMetrics
+from probes.models import (
+    CONNECTION_KINDS,
+    LevelResult,
+    RequestSample,
+    RunResult,
+    RunStatus,
+    ScheduleLag,
+    ServerMetrics,
+)
 from probes.progress import Progress
 from probes.prom import Scraper, exposition, metrics_url_for, server_metrics
 from probes.ratesearch import RateOutcome, RateSearch, find_max_rate
+from probes.replay import TraceLevel, calibrate, check_replay, schedule_lag
 from probes.transport import LeanTransport
 from probes.workloads import Prompt, build_prompts
 from settings import Settings, get_settings
@@ -53,8 +62,23 @@ async def run_probe(
     cheap (ProbeRun moves them to a thread of their own).
     """
     check_run_settings(settings, limits)
+    replay = check_replay(settings, limits) if settings.trace_mode else None  # refused before anything is sent
     prompts = build_prompts(settings, settings.requests_per_level)
-    sweep = _Sweep(settings, prompts, progress or Progress(), transport, clock, on_sample, on_level, on_deployment)
+    # A replay is open loop: at most max_in_flight in flight when given, else up to the concurrency cap.
+    replay_pool = settings.max_in_flight or (limits or get_settings()).probe_max_concurrency
+    sweep = _Sweep(
+        settings,
+        prompts,
+        progress or Progress(),
+        transport,
+        clock,
+        on_sample,
+        on_level,
+        on_deployment,
+        pool=replay_pool if settings.trace_mode else None,
+    )
+    if replay is not None:
+        sweep.progress.update(requests_per_level=replay.requests)
     sweep.max_requests = (limits or get_settings()).probe_max_requests_per_run - settings.warmup_requests
     await sweep.run()
     return sweep.result()
@@ -73,6 +97,8 @@ class _Sweep:
         on_sample: SampleSink | None,
         on_level: LevelSink | None,
         on_deployment: DeploymentSink | None = None,
+        *,
+        pool: int | None = None,
     ) -> None:
         self.settings = settings
         self.prompts = prompts
@@ -82,7 +108,7 @@ class _Sweep:
         self.on_level = on_level
         self.on_deployment = on_deployment
         self.lean = LeanTransport(clock=clock) if transport is None else None
-        self.pool = settings.in_flight_cap if settings.rate_mode else max(settings.concurrency)
+        self.pool = pool or (settings.in_flight_cap if settings.rate_mode else max(settings.concurrency))
         self.http = make_http(settings, self.pool, self.lean or transport)
         self.client = make_client(settings, self.http)
         self.scraper = Scraper(
@@ -94,6 +120,7 @@ class _Sweep:
         self.status = RunStatus.COMPLETED
         self.error: str | None = None
         self.search: RateSearch | None = None
+        self.notes: list[str] = []
         self.max_requests = settings.total_requests  # a search's request budget (run_probe sets the run's cap)
         progress.update(
             levels_total=settings.level_count, requests_per_level=settings.requests_per_level, phase="connecting"
@@ -108,6 +135,10 @@ class _Sweep:
                 return
             await self._detect(listing)
             await self._warmup()
+            if self.settings.trace_mode:
+                if not await self._replay():
+                    self.status = RunStatus.CANCELLED
+                return
             if self.settings.find_max_rate:
                 await self._search()
                 return
@@ -157,6 +188,46 @@ class _Sweep:
         self.progress.update(phase="warmup")
         plan = LevelPlan(WARMUP_INDEX, min(count, self.pool), count, counted=False)
         await self._new_level(plan).run()
+
+    async def _replay(self) -> bool:
+        """The trace replay: calibrate the prompt builder, then one open-loop level; False when cancelled."""
+        self.progress.update(phase="calibrating")
+        builder, note = await calibrate(self.client, self.settings, self.clock)
+        if note is not None:
+            self.notes.append(note)
+            self.progress.update(message=note)
+        self.progress.update(
+            phase="level",
+            level_index=0,
+            concurrency=self.pool,
+            request_rate_rps=None,
+            sent=0,
+            finished=0,
+            ok=0,
+            failed=0,
+        )
+        before = await self.scraper.now()
+        level = TraceLevel(
+            self.client,
+            self.settings,
+            self.prompts,
+            LevelPlan(0, self.pool, 0),
+            clock=self.clock,
+            progress=self.progress,
+            on_sample=self.on_sample,
+            lean=self.lean,
+        ).use(builder)
+        started_at = datetime.now(UTC)
+        completed = True
+        try:
+            await level.run()
+        except asyncio.CancelledError:
+            _uncancel()
+            completed = False
+        after = await self.scraper.now() if completed else None
+        metrics = server_metrics(before[0], after[0], after[1]) if before and after else None
+        self._keep(level, started_at, metrics, schedule_lag(level.lags_ms))
+        return completed
 
     async def _search(self) -> None:
         """--find-max-rate: grow then bisect the request rate (probes/ratesearch.py), one stored level per rate."""
@@ -220,7 +291,9 @@ class _Sweep:
             lean=self.lean,
         )
 
-    def _keep(self, level: Level, started_at: datetime, metrics: ServerMetrics | None) -> None:
+    def _keep(
+        self, level: Level, started_at: datetime, metrics: ServerMetrics | None, lag: ScheduleLag | None = None
+    ) -> None:
         """The level's samples, and its summary when it has any."""
         self.samples.extend(level.samples)
         if not level.samples:
@@ -236,6 +309,8 @@ class _Sweep:
             request_rate_rps=level.plan.rate_rps,
             server_metrics=metrics,
         )
+        if lag is not None:
+            result = result.model_copy(update={"schedule_lag_ms": lag})
         self.levels.append(result)
         self.progress.level_done(result)
         if self.on_level is not None:
@@ -252,13 +327,14 @@ class _Sweep:
             error=self.error,
             started_at=self.started_at,
             finished_at=datetime.now(UTC),
-            best_concurrency_within_slo=best_concurrency_within_slo(self.levels),
+            best_concurrency_within_slo=None if settings.trace_mode else best_concurrency_within_slo(self.levels),
             best_request_rate_within_slo_rps=(
                 self.search.best_rate_rps if self.search is not None else best_request_rate_within_slo(self.levels)
             ),
             rate_search=self.search,
             levels=self.levels,
             samples=self.samples,
+            notes=self.notes,
         )
 
 

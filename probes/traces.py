@@ -59,7 +59,7 @@ import re
 import statistics
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
@@ -410,7 +410,7 @@ def read_trace(
     duration_s: float | None = None,
     limit: int | None = None,
     speed: float = 1.0,
-) -> Iterator[TraceRequest]:
+) -> Generator[TraceRequest]:
     """Stream the slice's requests in time order; call ``check_trace`` first (this raises TraceError at a bad line).
 
     Stops reading as soon as the slice is complete. ``arrival_s`` is relative to the first kept request, divided by

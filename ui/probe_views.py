@@ -10,11 +10,19 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from streamlit.delta_generator import DeltaGenerator
 
-from db.runs import error_summary, get_run, sample_counts
+from db.runs import error_summary, get_run, load_samples, sample_counts
 from probes.baseline import scaling_sentence
 from probes.deployment import deployment_text
 from probes.export import levels_csv, result_json, samples_csv
-from probes.figures import compare_rows, error_rows, latency_figure, level_rows, run_label, throughput_figure
+from probes.figures import (
+    compare_rows,
+    error_rows,
+    latency_figure,
+    level_rows,
+    run_label,
+    throughput_figure,
+    timeline_figure,
+)
 from probes.form import cost_params, default_cost_level
 from probes.models import RunResult, RunStatus
 from probes.options import allowed_text, limits_of, max_length_of
@@ -250,7 +258,19 @@ def run_details(result: RunResult, key: str) -> None:
         st.dataframe(pd.DataFrame(level_rows(result)), hide_index=True, key=f"{key}.levels")
     with errors:
         _errors_table(result, key)
+    if result.settings.trace_mode:
+        _timeline(result, key)
     cost_this(result, f"{key}.cost_level")
+
+
+def _timeline(result: RunResult, key: str) -> None:
+    """A trace replay's requests over time (a stored run opened without its samples: read them)."""
+    if not result.samples and result.run_id:
+        result = result.model_copy(update={"samples": load_samples(get_engine(), result.run_id)})
+    if result.samples:
+        st.plotly_chart(timeline_figure(result), key=f"{key}.fig.timeline")
+    for note in result.notes:
+        st.info(note, icon="ℹ️")
 
 
 def _errors_table(result: RunResult, key: str) -> None:

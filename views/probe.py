@@ -19,6 +19,7 @@ from probes import (
     run_sync,
 )
 from probes.deployment import display_names
+from probes.errors import ProbeSettingsError
 from probes.figures import level_rows, throughput_figure
 from probes.form import ProbeForm
 from probes.options import prepare_run
@@ -59,7 +60,22 @@ WORKLOADS = {
     "shared_prefix": "Shared long system prompt (prefix caching)",
     "code_json": "Code and JSON tasks (speculative decoding)",
     "file": "My prompt file (JSONL)",
+    "trace": "Trace replay (arrival times and lengths)",
 }
+TRACES = {
+    "azure-code": "Azure 2023 code (8,819 requests, 57 min)",
+    "azure-conv": "Azure 2023 conversation (19,366 requests, 58 min)",
+}
+TRACE_FORMATS = {
+    "mooncake": "Mooncake JSONL",
+    "azure": "Azure 2023 CSV",
+    "csv": "timestamp_s,input_tokens,output_tokens",
+}
+TRACE_ATTRIBUTION = (
+    "Built-in traces: Azure LLM inference 2023 trace (CC-BY 4.0), from Patel et al., *Splitwise: Efficient "
+    "generative LLM inference using phase splitting*, ISCA 2024."
+)
+TRACE_FILE = "probe.trace_file"
 APIS = {"chat": "Chat completions", "completions": "Completions"}
 
 
@@ -166,6 +182,8 @@ def _form(busy: bool) -> DeltaGenerator:
                 help='One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
                 "line. The file is not part of the link: upload it again on another screen.",
             )
+        elif workload == WorkloadKind.TRACE.value:
+            _trace_fields(box)
         load = st.expander("Load and generation", icon=":material/speed:")
         with load:
             left, mid, right = st.columns(3)
@@ -196,6 +214,26 @@ def _form(busy: bool) -> DeltaGenerator:
             ok, message = report
             rest.markdown(f":{'green' if ok else 'red'}[{'✓' if ok else '✗'}] " + escape_markdown(message))
     return right
+
+
+def _trace_fields(box: DeltaGenerator) -> None:
+    """Trace replay: a built-in trace or an uploaded file, its format, the slice and the speed."""
+    left, right = box.columns(2)
+    catalog_field(left, state, "trace", TRACES, placeholder="or upload a trace file")
+    catalog_field(right, state, "trace_format", TRACE_FORMATS, placeholder="told from the file")
+    box.caption(TRACE_ATTRIBUTION)
+    box.file_uploader(
+        "Trace file (used when no built-in trace is picked)",
+        type=["jsonl", "json", "csv", "txt"],
+        key=TRACE_FILE,
+        help="Mooncake JSONL, the Azure 2023 CSV or timestamp_s,input_tokens,output_tokens. The file is not part "
+        "of the link: upload it again on another screen.",
+    )
+    left, mid, right, last = box.columns(4)
+    number_field(left, state, "trace_speed", step=1.0, fmt="%.6g")
+    number_field(mid, state, "trace_start", step=60.0, fmt="%.6g")
+    number_field(right, state, "trace_duration", step=60.0, fmt="%.6g", placeholder="empty: to the end")
+    number_field(last, state, "trace_limit", step=100, placeholder="empty: no limit")
 
 
 def _rate_fields() -> None:
@@ -243,10 +281,26 @@ def _prompt_file() -> str | None:
     return out.name
 
 
+def _trace_file() -> str | None:
+    upload = st.session_state.get(TRACE_FILE)
+    if upload is None:
+        return None
+    suffix = Path(upload.name).suffix or ".jsonl"
+    with tempfile.NamedTemporaryFile("wb", suffix=suffix, prefix="probe-trace-", delete=False) as out:
+        out.write(upload.getvalue())
+    st.session_state[TEMP_FILE] = out.name  # removed once the run is over
+    return out.name
+
+
 def _start(form: ProbeForm) -> bool:
     """Check the settings, record the run, start the worker (True); refused settings are shown once (False)."""
     st.session_state.pop(START_ERROR, None)
     try:
+        if form.workload == WorkloadKind.TRACE and not form.trace:
+            uploaded = _trace_file()
+            if uploaded is None:
+                raise ProbeSettingsError("pick a built-in trace or upload a trace file")
+            form = form.model_copy(update={"trace": uploaded})  # the upload, checked like any trace file
         prompt_file = _prompt_file() if form.workload == WorkloadKind.FILE else None
         settings = prepare_run(form, st.session_state.get(API_KEY) or None, prompt_file)
     except ProbeError as exc:

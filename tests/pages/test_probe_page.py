@@ -300,3 +300,35 @@ def test_a_run_started_in_one_session_is_cancelled_from_another(fake: FakeServer
     (row,) = list_runs(_engine(database_url))
     assert row.status == RunStatus.CANCELLED.value
     assert any("cancelled" in w for w in texts(at.warning))
+
+
+def test_the_page_offers_trace_replay_and_replays_a_built_in_slice(fake: FakeServer, database_url: str) -> None:
+    at = open_page("probe", {"url": fake.base_url, "model": "fake", "workload": "trace"})
+    assert not at.exception and not at.error
+    assert "Trace replay (arrival times and lengths)" in at.selectbox(key="probe.workload").options
+    assert any("Splitwise" in c and "CC-BY 4.0" in c for c in texts(at.caption))
+    at.selectbox(key="probe.trace").set_value("azure-code").run()
+    at.number_input(key="probe.trace_limit").set_value(10).run()
+    at.number_input(key="probe.trace_speed").set_value(50.0).run()
+    assert {k: _params(at)[k] for k in ("trace", "trace_limit", "trace_speed")} == {
+        "trace": "azure-code",
+        "trace_limit": "10",
+        "trace_speed": "50",
+    }
+    at.button(key="probe.start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    _finish(at)
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 3  # latency, throughput and the replay's timeline
+    (row,) = list_runs(_engine(database_url))
+    result = get_run(_engine(database_url), row.id)
+    assert result is not None and result.status == RunStatus.COMPLETED and len(result.levels) == 1
+    assert result.settings.trace == "azure-code" and result.settings.trace_limit == 10
+    assert result.best_concurrency_within_slo is None
+    assert sorted(s.trace_line for s in result.samples if s.trace_line is not None) == list(range(2, 12))
+    assert result.levels[0].schedule_lag_ms is not None
+
+
+def test_a_trace_path_in_the_link_is_refused() -> None:
+    at = open_page("probe", {"workload": "trace", "trace": "/etc/passwd"})
+    assert any("`trace`" in w.value for w in at.warning)

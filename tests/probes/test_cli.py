@@ -48,6 +48,7 @@ LEVEL_KEYS = {
     "e2e_ms",
     "slo",
     "server_metrics",
+    "schedule_lag_ms",
 }
 SAMPLE_KEYS = {
     "level_index",
@@ -72,6 +73,7 @@ SAMPLE_KEYS = {
     "error",
     "retry_after_s",
     "server_request_id",
+    "trace_line",
 }
 
 
@@ -85,6 +87,7 @@ FLAGS_SCRIPTS_USE = {
     "--ttft-timeout", "--stall-timeout", "--overlength-extra-tokens", "--output", "--no-db", "--quiet",
     "--gpu", "--gpu-count", "--deploy-model", "--engine", "--quant",
     "--burstiness", "--max-in-flight", "--find-max-rate", "--search-max-levels", "--search-max-duration-s",
+    "--trace", "--trace-format", "--trace-speed", "--trace-start", "--trace-duration", "--trace-limit",
 }  # fmt: skip
 
 
@@ -273,7 +276,8 @@ def test_every_flag_reaches_the_run_settings() -> None:
             *("--connect-timeout", "3", "--ttft-timeout", "20", "--stall-timeout", "9"),
             *("--overlength-extra-tokens", "4"),
             *("--gpu", "H100", "--gpu-count", "2", "--deploy-model", "llama-3.1-8b", "--engine", "vllm"),
-            *("--quant", "FP8"),
+            *("--quant", "FP8", "--trace", "azure-conv", "--trace-format", "azure", "--trace-speed", "10"),
+            *("--trace-start", "60", "--trace-duration", "120", "--trace-limit", "50"),
         ],
         environ={"PROBE_API_KEY": KEY},
     )
@@ -305,6 +309,12 @@ def test_every_flag_reaches_the_run_settings() -> None:
         "scrape_metrics": False,
         "metrics_url": "http://m/x",
         "seed": 7,
+        "trace": "azure-conv",
+        "trace_format": "azure",
+        "trace_speed": 10.0,
+        "trace_start_s": 60.0,
+        "trace_duration_s": 120.0,
+        "trace_limit": 50,
     }
     assert {name: getattr(settings, name) for name in expected} == expected
     assert settings.slo.model_dump() == {
