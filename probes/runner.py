@@ -217,17 +217,7 @@ class _Sweep:
             on_sample=self.on_sample,
             lean=self.lean,
         ).use(builder)
-        started_at = datetime.now(UTC)
-        completed = True
-        try:
-            await level.run()
-        except asyncio.CancelledError:
-            _uncancel()
-            completed = False
-        after = await self.scraper.now() if completed else None
-        metrics = server_metrics(before[0], after[0], after[1]) if before and after else None
-        self._keep(level, started_at, metrics, schedule_lag(level.lags_ms))
-        return completed
+        return await self._run_and_keep(level, before, lambda: schedule_lag(level.lags_ms))
 
     async def _search(self) -> None:
         """--find-max-rate: grow then bisect the request rate (probes/ratesearch.py), one stored level per rate."""
@@ -267,6 +257,18 @@ class _Sweep:
         before = await self.scraper.now()
         plan = LevelPlan(index, concurrency, per_level, prompt_offset=index * per_level, rate_rps=rate_rps)
         level = self._new_level(plan)
+        return await self._run_and_keep(level, before)
+
+    async def _run_and_keep(
+        self,
+        level: Level,
+        before: tuple[dict[str, float], str] | None,
+        lag: Callable[[], ScheduleLag | None] | None = None,
+    ) -> bool:
+        """Run a level (a cancel keeps its samples), scrape after it and keep it; False when it was cancelled.
+
+        `lag` reads the level's send lag once it has run (open-loop levels that measure it).
+        """
         started_at = datetime.now(UTC)
         completed = True
         try:
@@ -276,7 +278,7 @@ class _Sweep:
             completed = False
         after = await self.scraper.now() if completed else None
         metrics = server_metrics(before[0], after[0], after[1]) if before and after else None
-        self._keep(level, started_at, metrics)
+        self._keep(level, started_at, metrics, lag() if lag else None)
         return completed
 
     def _new_level(self, plan: LevelPlan) -> Level:
