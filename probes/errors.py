@@ -1,5 +1,7 @@
 """Domain exceptions of the probe: each carries a message a person can act on."""
 
+from dataclasses import dataclass
+
 
 class ProbeError(Exception):
     """Base class of every expected probe failure (shown once at the page edge or by the CLI)."""
@@ -19,3 +21,14 @@ class EndpointResponseError(ProbeError):
 
 class WorkloadError(ProbeError):
     """A workload could not be built (e.g. an unreadable or malformed prompt file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineProblem:
+    """One bad line of an input file (a trace, a conversations file), as the error message lists it."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"

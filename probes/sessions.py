@@ -68,7 +68,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from probes.errors import WorkloadError
+from probes.errors import LineProblem, WorkloadError
 from probes.metrics import stats
 from probes.workloads import VOCABULARY
 
@@ -353,15 +353,6 @@ class _Row:
     users: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Problem:
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
-
-
 def _content(value: object) -> str | None:
     """A message's text: a string, or a list of text parts joined; None when it is neither."""
     if isinstance(value, str):
@@ -373,48 +364,48 @@ def _content(value: object) -> str | None:
     return None
 
 
-def _row(line: int, text: str) -> _Row | _Problem:
+def _row(line: int, text: str) -> _Row | LineProblem:
     if _UNDECODABLE.search(text):
-        return _Problem(line, "not UTF-8 text")
+        return LineProblem(line, "not UTF-8 text")
     try:
         obj = json.loads(text)
     except ValueError as exc:
-        return _Problem(line, f"not JSON ({exc})")
+        return LineProblem(line, f"not JSON ({exc})")
     if not isinstance(obj, dict):
-        return _Problem(line, 'not a JSON object (expected {"messages": [...]})')
+        return LineProblem(line, 'not a JSON object (expected {"messages": [...]})')
     messages = obj.get("messages")
     if not isinstance(messages, list) or not messages:
-        return _Problem(line, "missing messages" if messages is None else "messages is not a non-empty list")
+        return LineProblem(line, "missing messages" if messages is None else "messages is not a non-empty list")
     system: str | None = None
     users: list[str] = []
     for number, message in enumerate(messages, start=1):
         if not isinstance(message, dict):
-            return _Problem(line, f"message {number} is not an object")
+            return LineProblem(line, f"message {number} is not an object")
         if "role" not in message:
-            return _Problem(line, f"message {number} has no role")
+            return LineProblem(line, f"message {number} has no role")
         role = message["role"]
         if role not in ROLES:
             hint = "; put tool results in a user message" if role == "tool" else ""
-            return _Problem(line, f"message {number} has the role {role!r}, not one of {', '.join(ROLES)}{hint}")
+            return LineProblem(line, f"message {number} has the role {role!r}, not one of {', '.join(ROLES)}{hint}")
         if role == "assistant":
             continue  # the server's answers replace it
         content = _content(message.get("content"))
         if content is None:
-            return _Problem(line, f"message {number} ({role}) has no text content")
+            return LineProblem(line, f"message {number} ({role}) has no text content")
         if role == "system":
             if number != 1:
-                return _Problem(line, f"message {number} is a system message; only the first may be")
+                return LineProblem(line, f"message {number} is a system message; only the first may be")
             system = content or None
         elif not content.strip():
-            return _Problem(line, f"message {number} (user) is empty")
+            return LineProblem(line, f"message {number} (user) is empty")
         else:
             users.append(content)
     if not users:
-        return _Problem(line, "no user message")
+        return LineProblem(line, "no user message")
     return _Row(line, system, tuple(users))
 
 
-def _rows(path: Path) -> Iterator[_Row | _Problem]:
+def _rows(path: Path) -> Iterator[_Row | LineProblem]:
     try:
         handle = path.open(encoding="utf-8-sig", errors="surrogateescape")
     except OSError as exc:
@@ -463,7 +454,7 @@ def check_conversations(
     problem_count = in_file = kept = requests = turns_max = with_system = 0
     system_tokens = user_tokens = 0
     for item in _rows(path):
-        if isinstance(item, _Problem):
+        if isinstance(item, LineProblem):
             problem_count += 1
             if len(problems) < max_problems:
                 problems.append(str(item))
@@ -511,7 +502,7 @@ def read_conversations(
     path = Path(path)
     _selection(limit, max_turns)
     for kept, item in enumerate(_rows(path)):
-        if isinstance(item, _Problem):
+        if isinstance(item, LineProblem):
             raise SessionError(f"{path.name} {item}", (str(item),), 1)
         if limit is not None and kept >= limit:
             return

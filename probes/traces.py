@@ -66,7 +66,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TextIO
 
-from probes.errors import WorkloadError
+from probes.errors import LineProblem, WorkloadError
 from probes.workloads import VOCABULARY
 
 BLOCK_TOKENS = 512  # Mooncake: one hash id names this many prompt tokens
@@ -143,15 +143,6 @@ class _Row:
     hash_ids: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class _Problem:
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
-
-
 _SECONDS_PER_UNIT = {TraceFormat.MOONCAKE: 1e-3, TraceFormat.AZURE: 1e-9, TraceFormat.CSV: 1.0}
 _COLUMNS = {
     TraceFormat.AZURE: ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
@@ -216,32 +207,32 @@ def _azure_ns(text: str) -> int | None:
     return seconds * 1_000_000_000 + int(fraction.ljust(9, "0"))
 
 
-def _mooncake_row(line: int, text: str) -> _Row | _Problem:
+def _mooncake_row(line: int, text: str) -> _Row | LineProblem:
     try:
         obj = json.loads(text)
     except ValueError as exc:
-        return _Problem(line, f"not JSON ({exc})")
+        return LineProblem(line, f"not JSON ({exc})")
     if not isinstance(obj, dict):
-        return _Problem(line, "not a JSON object")
+        return LineProblem(line, "not a JSON object")
     missing = [k for k in ("timestamp", "input_length", "output_length") if k not in obj]
     if missing:
-        return _Problem(line, f"missing {', '.join(missing)}")
+        return LineProblem(line, f"missing {', '.join(missing)}")
     time = _number(obj["timestamp"])
     if time is None:
-        return _Problem(line, f"timestamp is not a number of milliseconds ({_show(obj['timestamp'])})")
+        return LineProblem(line, f"timestamp is not a number of milliseconds ({_show(obj['timestamp'])})")
     lengths = []
     for key in ("input_length", "output_length"):
         n = _whole(obj[key])
         if n is None:
-            return _Problem(line, f"{key} is not a whole number ≥ 1 ({_show(obj[key])})")
+            return LineProblem(line, f"{key} is not a whole number ≥ 1 ({_show(obj[key])})")
         lengths.append(n)
     ids = obj.get("hash_ids", [])
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-        return _Problem(line, f"hash_ids is not a list of whole numbers ≥ 0 ({_show(ids)})")
+        return LineProblem(line, f"hash_ids is not a list of whole numbers ≥ 0 ({_show(ids)})")
     return _Row(line, time, lengths[0], lengths[1], tuple(ids))
 
 
-def _csv_rows(fmt: TraceFormat, handle: TextIO) -> Iterator[_Row | _Problem]:
+def _csv_rows(fmt: TraceFormat, handle: TextIO) -> Iterator[_Row | LineProblem]:
     reader = csv.reader(handle)
     wanted = _COLUMNS[fmt]
     try:
@@ -249,12 +240,12 @@ def _csv_rows(fmt: TraceFormat, handle: TextIO) -> Iterator[_Row | _Problem]:
         while header is not None and not any(c.strip() for c in header):
             header = next(reader, None)
     except csv.Error as exc:
-        yield _Problem(reader.line_num, f"not CSV ({exc})")
+        yield LineProblem(reader.line_num, f"not CSV ({exc})")
         return
     names = [c.strip().lower() for c in header or []]
     if any(w.lower() not in names for w in wanted):
         found = ",".join(c.strip() for c in header or []) or "nothing"
-        yield _Problem(max(reader.line_num, 1), f"the {fmt} header must name {','.join(wanted)} (found {found})")
+        yield LineProblem(max(reader.line_num, 1), f"the {fmt} header must name {','.join(wanted)} (found {found})")
         return
     at = [names.index(w.lower()) for w in wanted]
     while True:
@@ -263,29 +254,29 @@ def _csv_rows(fmt: TraceFormat, handle: TextIO) -> Iterator[_Row | _Problem]:
         except StopIteration:
             return
         except csv.Error as exc:
-            yield _Problem(reader.line_num, f"not CSV ({exc})")
+            yield LineProblem(reader.line_num, f"not CSV ({exc})")
             continue
         line = reader.line_num
         if not any(c.strip() for c in row):
             continue
         if len(row) != len(names):
-            yield _Problem(line, f"expected {len(names)} fields, found {len(row)}")
+            yield LineProblem(line, f"expected {len(names)} fields, found {len(row)}")
             continue
         raw_time = row[at[0]]
         time = _azure_ns(raw_time) if fmt == TraceFormat.AZURE else _number(raw_time)
         if time is None:
             what = "a date and time like 2023-11-16 18:17:03.9799600" if fmt == TraceFormat.AZURE else "a number"
-            yield _Problem(line, f"{wanted[0]} is not {what} ({_show(raw_time)})")
+            yield LineProblem(line, f"{wanted[0]} is not {what} ({_show(raw_time)})")
             continue
         input_tokens, output_tokens = _whole(row[at[1]]), _whole(row[at[2]])
         if input_tokens is None or output_tokens is None:
             k = 1 if input_tokens is None else 2
-            yield _Problem(line, f"{wanted[k]} is not a whole number ≥ 1 ({_show(row[at[k]])})")
+            yield LineProblem(line, f"{wanted[k]} is not a whole number ≥ 1 ({_show(row[at[k]])})")
             continue
         yield _Row(line, time, input_tokens, output_tokens)
 
 
-def _rows(path: Path, fmt: TraceFormat) -> Iterator[_Row | _Problem]:
+def _rows(path: Path, fmt: TraceFormat) -> Iterator[_Row | LineProblem]:
     """Every request or problem of the file, in order, one line in memory at a time; times checked not to go back."""
     try:
         handle = path.open(encoding="utf-8-sig", errors="replace", newline="")
@@ -293,7 +284,7 @@ def _rows(path: Path, fmt: TraceFormat) -> Iterator[_Row | _Problem]:
         raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
     with handle:
         if fmt == TraceFormat.MOONCAKE:
-            source: Iterator[_Row | _Problem] = (
+            source: Iterator[_Row | LineProblem] = (
                 _mooncake_row(n, text) for n, text in enumerate(handle, start=1) if text.strip()
             )
         else:
@@ -302,7 +293,9 @@ def _rows(path: Path, fmt: TraceFormat) -> Iterator[_Row | _Problem]:
         for item in source:
             if isinstance(item, _Row):
                 if latest is not None and item.time < latest.time:
-                    item = _Problem(item.line, f"goes back in time (earlier than line {latest.line}); sort the trace")
+                    item = LineProblem(
+                        item.line, f"goes back in time (earlier than line {latest.line}); sort the trace"
+                    )
                 else:
                     latest = item
             yield item
@@ -420,7 +413,7 @@ def read_trace(
     window = _Window(start_s, duration_s, limit, speed)
     offset = _offsets(fmt)
     for item in _rows(path, fmt):
-        if isinstance(item, _Problem):
+        if isinstance(item, LineProblem):
             raise TraceError(f"{path.name} {item}", (str(item),), 1)
         at = offset(item)
         if window.past(at):
@@ -455,7 +448,7 @@ def check_trace(
     last_offset = last_arrival = 0.0
     inputs, outputs = array("q"), array("q")
     for item in _rows(path, fmt):
-        if isinstance(item, _Problem):
+        if isinstance(item, LineProblem):
             problem_count += 1
             if len(problems) < max_problems:
                 problems.append(str(item))
