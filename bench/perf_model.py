@@ -103,19 +103,8 @@ def max_load_table() -> str:
     for p in published_points():
         if p.concurrency is not None or p.output_tok_s is None:
             continue
-        request = PerfRequest(
-            gpu=p.gpu,
-            gpus=p.shape.gpus,
-            model=p.model,
-            engine=p.engine,
-            quant=p.quant,
-            input_tokens=p.input_tokens,
-            output_tokens=p.output_tokens,
-            concurrency=(),
-            max_throughput=True,
-        )
         try:
-            est = estimate(request).max_output_tok_s
+            est = estimate(p.max_load_request()).max_output_tok_s
         except PerfError as exc:
             rows.append(f"| {p.row_id} | {p.model}, {p.gpu}, {p.engine} {p.quant} | {p.output_tok_s:,.0f} | {exc} | |")
             continue

@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from perf.features import ReplicaShape
+from perf.inputs import PerfRequest
 from selector.models import load_models
 
 DATA = Path(__file__).parent / "data"
@@ -34,6 +35,20 @@ class Point(BaseModel):
     ttft_ms: float | None
     tpot_ms: float | None
     output_tok_s: float | None = None
+
+    def max_load_request(self) -> PerfRequest:
+        """The estimate this point's maximum throughput is compared with: its configuration, no SLO levels."""
+        return PerfRequest(
+            gpu=self.gpu,
+            gpus=self.shape.gpus,
+            model=self.model,
+            engine=self.engine,
+            quant=self.quant,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            concurrency=(),
+            max_throughput=True,
+        )
 
     @property
     def kv_dtype(self) -> str:

@@ -106,15 +106,4 @@ def test_published_maximum_throughputs_the_fit_never_saw_come_out_within_25_perc
     max_load = [p for p in published_points() if p.concurrency is None and p.output_tok_s]
     assert len(max_load) >= 4
     for p in max_load:
-        request = PerfRequest(
-            gpu=p.gpu,
-            gpus=p.shape.gpus,
-            model=p.model,
-            engine=p.engine,
-            quant=p.quant,
-            input_tokens=p.input_tokens,
-            output_tokens=p.output_tokens,
-            concurrency=(),
-            max_throughput=True,
-        )
-        assert estimate(request).max_output_tok_s == pytest.approx(p.output_tok_s, rel=0.25), p.row_id
+        assert estimate(p.max_load_request()).max_output_tok_s == pytest.approx(p.output_tok_s, rel=0.25), p.row_id
