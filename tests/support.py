@@ -7,7 +7,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -81,3 +81,11 @@ def running_app(
             proc.kill()
             proc.wait(timeout=10)
         log.close()
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    """Poll until `condition` holds (a state, not a time), failing after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the state never came"
+        time.sleep(0.005)

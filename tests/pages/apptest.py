@@ -1,5 +1,7 @@
 """Open a page of the app under AppTest with query parameters."""
 
+import time
+
 from streamlit.testing.v1 import AppTest
 
 from tests.support import ROOT
@@ -21,3 +23,13 @@ def metric(at: AppTest, label: str) -> str:
 
 def texts(elements: object) -> list[str]:
     return [str(e.value) for e in elements]
+
+
+def finish_probe(at: AppTest, timeout_s: float = 30.0) -> AppTest:
+    """Rerun as the probe page's fragment does, until the worker is done and the page shows the result."""
+    deadline = time.monotonic() + timeout_s
+    while "_probe.run" in at.session_state:
+        assert time.monotonic() < deadline, "the probe did not finish in time"
+        time.sleep(0.1)
+        at.run()
+    return at

@@ -13,7 +13,7 @@ from db.runs import get_run, list_runs
 from probes import RunStatus
 from probes.export import result_json
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.pages.apptest import metric, open_page, texts
+from tests.pages.apptest import finish_probe, metric, open_page, texts
 from tests.support import free_port
 
 KEY = "sk-probe-page-SECRET-4711"
@@ -37,16 +37,6 @@ def _params(at: object) -> dict[str, str]:
         k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
         for k in at.query_params
     }
-
-
-def _finish(at: object, timeout_s: float = 30.0) -> object:
-    """Poll as the page's fragment does, until the worker is done and the page shows the result."""
-    deadline = time.monotonic() + timeout_s
-    while "_probe.run" in at.session_state:
-        assert time.monotonic() < deadline, "the probe did not finish in time"
-        time.sleep(0.1)
-        at.run()
-    return at
 
 
 def _engine(database_url: str) -> object:
@@ -168,7 +158,7 @@ def test_a_run_from_the_page_keeps_the_given_deployment_and_says_what_was_detect
     link = {"url": fake.base_url, "model": "fake", "levels": "1", "requests": "2", "gpu": "a800-80gb-sxm"}
     at = open_page("probe", {**link, "gpu_count": "1"})
     at.button(key="probe.start").click().run()
-    _finish(at)
+    finish_probe(at)
     assert not at.exception and not at.error
     shown = [c for c in texts(at.caption) if c.startswith("Deployment:")]
     assert shown and "1 × A800 80GB SXM" in shown[0] and "vLLM" in shown[0] and "engine from metrics" in shown[0]
@@ -186,7 +176,7 @@ def test_a_probe_runs_from_the_page_shows_results_and_is_stored_without_the_key(
     assert at.text_input(key="probe.model").value == "fake"  # picked from the server's list
     at.button(key="probe.start").click().run()
     assert not at.exception and not at.error
-    _finish(at)
+    finish_probe(at)
     assert not at.exception and not at.error
     assert metric(at, "Max concurrency in SLO") == "2"
     assert any("Throughput grew" in c and "handbook" in c for c in texts(at.caption))
@@ -227,7 +217,7 @@ def test_cancel_stops_the_probe_and_keeps_what_finished(fake: FakeServer, databa
         time.sleep(0.2)
         at.run()
     at.button(key="probe.cancel").click().run()
-    _finish(at)
+    finish_probe(at)
     assert not at.exception
     assert any("cancelled" in w for w in texts(at.warning))
     (row,) = list_runs(_engine(database_url))
@@ -254,7 +244,7 @@ def test_unreachable_endpoint_says_so_once_and_the_page_stays_usable(database_ur
     at.button(key="probe.test").click().run()
     assert any("cannot connect" in m or "refused" in m.lower() for m in texts(at.markdown))
     at.button(key="probe.start").click().run()
-    _finish(at)
+    finish_probe(at)
     assert not at.exception
     errors = texts(at.error)
     assert len(errors) == 1 and "cannot reach" in errors[0] and "Check the endpoint URL" in errors[0]
@@ -296,7 +286,7 @@ def test_a_run_started_in_one_session_is_cancelled_from_another(fake: FakeServer
         time.sleep(0.2)
         other.run()
     other.button(key=f"runs.cancel.{row.id}").click().run()
-    _finish(at)
+    finish_probe(at)
     (row,) = list_runs(_engine(database_url))
     assert row.status == RunStatus.CANCELLED.value
     assert any("cancelled" in w for w in texts(at.warning))
@@ -317,7 +307,7 @@ def test_the_page_offers_trace_replay_and_replays_a_built_in_slice(fake: FakeSer
     }
     at.button(key="probe.start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    _finish(at)
+    finish_probe(at)
     assert not at.exception and not at.error
     assert len(at.get("plotly_chart")) == 3  # latency, throughput and the replay's timeline
     (row,) = list_runs(_engine(database_url))

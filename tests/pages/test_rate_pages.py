@@ -1,6 +1,5 @@
 """Request rates on the pages: /probe offers a rate list and the rate search, "Cost this" carries `rps` to /tco."""
 
-import time
 from collections.abc import Iterator
 from urllib.parse import parse_qsl
 
@@ -9,7 +8,7 @@ import pytest
 from db import init_db, make_engine
 from db.runs import get_run, list_runs
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.pages.apptest import metric, open_page, texts
+from tests.pages.apptest import finish_probe, metric, open_page, texts
 
 
 @pytest.fixture(autouse=True)
@@ -28,15 +27,6 @@ def fake() -> Iterator[FakeServer]:
 def _params(at: object) -> dict[str, str]:
     params = at.query_params  # type: ignore[attr-defined]
     return {k: params[k][0] if isinstance(params[k], list) else params[k] for k in params}
-
-
-def _finish(at: object, timeout_s: float = 30.0) -> None:
-    """Poll as the page's fragment does, until the worker is done and the page shows the result."""
-    deadline = time.monotonic() + timeout_s
-    while "_probe.run" in at.session_state:  # type: ignore[attr-defined]
-        assert time.monotonic() < deadline, "the probe did not finish in time"
-        time.sleep(0.1)
-        at.run()  # type: ignore[attr-defined]
 
 
 def _stored(database_url: str) -> object:
@@ -68,7 +58,7 @@ def test_a_rate_sweep_from_the_page_charts_rates_and_costs_the_best_rate(fake: F
     at = open_page("probe", {"url": fake.base_url, "model": "fake", "rate": "20,40", "requests": "4"})
     at.button(key="probe.start").click().run()
     assert not at.exception and not at.error
-    _finish(at)
+    finish_probe(at)
     assert not at.exception and not at.error
     assert metric(at, "Max request rate in SLO") == "40 req/s"
     result = _stored(database_url)
@@ -99,7 +89,7 @@ def test_the_rate_search_runs_from_the_page(fake: FakeServer, database_url: str)
     link = {"url": fake.base_url, "model": "fake", "rate": "20", "requests": "4"}
     at = open_page("probe", {**link, "find_max_rate": "true", "search_max_levels": "3"})
     at.button(key="probe.start").click().run()
-    _finish(at)
+    finish_probe(at)
     assert not at.exception and not at.error
     result = _stored(database_url)
     assert [lv.request_rate_rps for lv in result.levels] == [20.0, 40.0, 80.0]  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ import pytest
 
 from probes.fakeserver import Behaviour, serve_in_thread
 from probes.prom import metrics_url_for, parse_metrics
-from tests.support import ROOT, free_port, wait_http
+from tests.support import ROOT, free_port, wait_http, wait_until
 
 
 def http_request(sock: socket.socket, body: dict) -> bytes:
@@ -79,13 +79,6 @@ def test_fault_every_hits_every_nth_request_only() -> None:
         faults = [r.fault for r in server.records()]
     assert [b"[DONE]" in a for a in answers] == [True, False, True, False]
     assert faults == ["", "truncate", "", "truncate"]
-
-
-def wait_until(condition, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the state never came"
-        time.sleep(0.005)
 
 
 def test_close_idle_connections_leaves_busy_ones_open() -> None:

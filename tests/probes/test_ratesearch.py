@@ -7,7 +7,6 @@ import random
 import socket
 import statistics
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from itertools import islice
 
@@ -25,6 +24,7 @@ from probes.runner import run_probe
 from probes.transport import LeanTransport
 from probes.workloads import build_prompts
 from tests.probes.conftest import settings_for
+from tests.support import wait_until
 
 # -- the search against a fake measure ----------------------------------------------------------------------------
 
@@ -232,13 +232,6 @@ def test_arrival_gaps_refuse_what_has_no_meaning() -> None:
 
 
 # -- the fake server's load-dependent mode ------------------------------------------------------------------------
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the state never came"
-        time.sleep(0.005)
 
 
 def send_only(sock: socket.socket, model: str, header: str | None = None) -> None:
