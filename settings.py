@@ -18,6 +18,11 @@ class Settings(BaseSettings):
         default=f"sqlite:///{DEFAULT_DATA_DIR / 'llm-serving.db'}",
         description="SQLAlchemy URL; default: a SQLite file under ./data/ (created on first start)",
     )
+    uploads_dir: Path = Field(
+        default=DEFAULT_DATA_DIR / "uploads",
+        description="where the pages keep uploaded traces, conversations and prompt files (by content), so a stored "
+        "run's settings still name a file that exists",
+    )
     probe_max_concurrency: int = Field(default=512, ge=1, description="highest concurrency a probe may use")
     probe_max_requests_per_run: int = Field(default=10_000, ge=1, description="most requests one probe run may send")
     probe_allowed_hosts: str = Field(

@@ -4,7 +4,7 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -35,6 +35,7 @@ from probes.deployment import STORED, Deployment
 from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.ratesearch import search_of_levels
+from probes.sessions import level_turn_stats
 from probes.worker import HEARTBEAT_INTERVAL_S
 from settings import get_settings
 
@@ -77,6 +78,7 @@ class RunRow(Base):
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     owner: Mapped[str] = mapped_column(String(200), default="")
     label: Mapped[str] = mapped_column(String(200), default="")
+    notes_json: Mapped[str] = mapped_column(Text, default="[]")  # what qualifies the figures (RunResult.notes)
     best_concurrency_within_slo: Mapped[int | None] = mapped_column(Integer, default=None)
     # The deployment measured (catalog ids; None: not known), copied from the settings to be queried.
     deploy_gpu: Mapped[str | None] = mapped_column(String(100), default=None)
@@ -299,8 +301,9 @@ def finish_run(
     error: str | None = None,
     best_concurrency_within_slo: int | None = None,
     finished_at: datetime | None = None,
+    notes: Sequence[str] = (),
 ) -> None:
-    """Set the final status (completed, cancelled, failed)."""
+    """Set the final status (completed, cancelled, failed) and the notes that qualify the figures."""
     with session_factory(engine)() as session, session.begin():
         session.execute(
             update(RunRow)
@@ -311,6 +314,7 @@ def finish_run(
                 finished_at=finished_at or _now(),
                 heartbeat_at=_now(),
                 best_concurrency_within_slo=best_concurrency_within_slo,
+                notes_json=json.dumps([note[:MAX_TEXT_CHARS] for note in notes]),
             )
         )
 
@@ -430,7 +434,7 @@ def _levels_from_samples(
                 duration_s=duration_s,
                 slo=settings.slo,
                 request_rate_rps=settings.rate_of_level(index),
-            )
+            ).model_copy(update={"turns": level_turn_stats(group) if settings.sessions_mode else None})
         )
     return sorted(levels, key=lambda level: level.index)
 
@@ -450,7 +454,7 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
     samples = load_samples(engine, run_id) if with_samples else []
     levels = _levels_from_samples(row, settings, partial, stored)
     best = row.best_concurrency_within_slo
-    if best is None and row.status != RunStatus.RUNNING.value and not settings.trace_mode:  # a replay has none
+    if best is None and row.status != RunStatus.RUNNING.value and not (settings.trace_mode or settings.sessions_mode):
         best = best_concurrency_within_slo(levels)
     finished = row.status != RunStatus.RUNNING.value
     best_rate = best_request_rate_within_slo(levels) if finished else None
@@ -476,6 +480,7 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
         rate_search=search,
         levels=levels,
         samples=samples,
+        notes=json.loads(row.notes_json or "[]"),
     )
 
 
@@ -617,6 +622,7 @@ class RunRecorder:
                 result.status,
                 error=result.error,
                 best_concurrency_within_slo=result.best_concurrency_within_slo,
+                notes=result.notes,
             )
         else:
             message = f"{type(error).__name__}: {error}" if error is not None else "cancelled before it started"

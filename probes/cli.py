@@ -147,6 +147,8 @@ def level_line(level: LevelResult) -> str:
     if level.schedule_lag_ms is not None:
         lag = level.schedule_lag_ms
         load = f"trace replay (send lag p50 {_fmt(lag.p50, 'ms', 1)} p99 {_fmt(lag.p99, 'ms', 1)})"
+    elif level.turns is not None:
+        load = f"{level.concurrency} sessions"
     elif level.request_rate_rps is None:
         load = f"concurrency {level.concurrency}"
     else:
@@ -157,38 +159,32 @@ def level_line(level: LevelResult) -> str:
         + f" | TTFT p50 {_fmt(level.ttft_ms.p50, 'ms')} p99 {_fmt(level.ttft_ms.p99, 'ms')}"
         + f" | TPOT p50 {_fmt(level.tpot_ms.p50, 'ms', 1)} | {_fmt(level.output_tok_s, 'tok/s')}"
         + f" | {_fmt(level.req_s, 'req/s', 2)} | {slo}"
+        + _turns_text(level)
     )
+
+
+def _turns_text(level: LevelResult) -> str:
+    """Sessions: TTFT p50 per turn index, and the server's prefix-cache hit ratio when it reported one."""
+    if not level.turns:
+        return ""
+    ttfts = ", ".join("-" if t.ttft_ms_p50 is None else f"{t.ttft_ms_p50:.0f}" for t in level.turns)
+    text = f" | TTFT p50 by turn {ttfts} ms"
+    ratio = level.server_metrics.prefix_cache_hit_ratio if level.server_metrics else None
+    return text + (f" | prefix cache hits {ratio:.0%}" if ratio is not None else "")
 
 
 def start_line(settings: RunSettings) -> str:
     """What is about to be probed."""
-    if settings.trace_mode:
-        window = f"from {settings.trace_start_s:g} s" + (
-            f" for {settings.trace_duration_s:g} s" if settings.trace_duration_s is not None else ""
-        )
-        limit = f", at most {settings.trace_limit} requests" if settings.trace_limit is not None else ""
-        return (
-            f"probing {settings.endpoint} model {settings.model}: replaying trace {settings.trace} {window}{limit} "
-            f"at {settings.trace_speed:g}x speed"
-        )
-    if settings.find_max_rate:
-        load = (
-            f"searching the highest request rate within the SLO from {settings.search_start_rps:g} req/s "
-            f"(at most {settings.search_max_levels} levels, {settings.search_max_duration_s:g} s)"
-        )
-    elif settings.request_rate_rps:
-        load = f"request rates {[float(r) for r in settings.request_rate_rps]} req/s"
-    else:
-        load = f"levels {list(settings.concurrency)}"
-    return f"probing {settings.endpoint} model {settings.model}: {load}, {settings.requests_per_level} requests each"
+    return f"probing {settings.endpoint} model {settings.model}: {settings.load_text}"
 
 
 def summary_line(result: RunResult) -> str:
     """How the run ended, its highest concurrency within the SLO, the deployment and where it is stored."""
     deployment = deployment_text(result.settings.deployment)
-    if result.settings.trace_mode:
+    if result.settings.trace_mode or result.settings.sessions_mode:
         met = [lv.slo.met for lv in result.levels]
-        best = "trace replayed, SLO " + ("met" if met and all(met) else "missed" if met else "not measured")
+        done = "trace replayed" if result.settings.trace_mode else "sessions held"
+        best = f"{done}, SLO " + ("met" if met and all(met) else "missed" if met else "not measured")
     elif result.settings.rate_mode:
         rate = result.best_request_rate_within_slo_rps
         best = f"highest request rate within SLO: {f'{rate:g} req/s' if rate is not None else 'none'}"

@@ -26,6 +26,7 @@ __all__ = [  # the client's surface; the SDK helpers and classify_error are re-e
     "make_http",
     "request_body",
     "send_request",
+    "send_turn",
 ]
 
 Clock = Callable[[], float]
@@ -44,27 +45,60 @@ async def send_request(
     level_start_s: float,
     clock: Clock = time.perf_counter,
     body: bytes | None = None,
+    max_tokens: int | None = None,
 ) -> RequestSample:
     """Send one streamed request and return its sample; every failure is recorded, never raised (but cancel).
 
     `body` is the request's JSON prepared ahead (request_body + encode_body); built here when not given.
+    `max_tokens` is the body's own when it differs from the settings' (a trace's output length): the overlength
+    guard counts from it.
     """
     if body is None:
         body = encode_body(request_body(settings, prompt))
-    exchange = _Exchange(settings, clock)
+    exchange = await _exchanged(client, settings, body, clock, max_tokens, keep_text=False)
+    return exchange.sample(level_index=level_index, concurrency=concurrency, index=index, level_start_s=level_start_s)
+
+
+async def send_turn(
+    client: AsyncOpenAI,
+    settings: RunSettings,
+    body: bytes,
+    *,
+    max_tokens: int,
+    level_index: int,
+    concurrency: int,
+    index: int,
+    level_start_s: float,
+    clock: Clock = time.perf_counter,
+) -> tuple[RequestSample, str]:
+    """One turn of a session (chat messages in `body`): its sample and the answer's content text, as received."""
+    exchange = await _exchanged(client, settings, body, clock, max_tokens, keep_text=True)
+    sample = exchange.sample(level_index=level_index, concurrency=concurrency, index=index, level_start_s=level_start_s)
+    return sample, exchange.text
+
+
+async def _exchanged(
+    client: AsyncOpenAI, settings: RunSettings, body: bytes, clock: Clock, max_tokens: int | None, *, keep_text: bool
+) -> "_Exchange":
+    exchange = _Exchange(settings, clock, max_tokens, keep_text=keep_text)
     try:
         await exchange.run(client, body)
     except Exception as exc:  # a probe never dies of one request (cancellation is a BaseException: it goes through)
         exchange.failed(exc)
-    return exchange.sample(level_index=level_index, concurrency=concurrency, index=index, level_start_s=level_start_s)
+    return exchange
 
 
 class _Exchange:
     """One request's state: its trace, its watchdog, what the answer said, and how it failed."""
 
-    def __init__(self, settings: RunSettings, clock: Clock) -> None:
+    def __init__(
+        self, settings: RunSettings, clock: Clock, max_tokens: int | None = None, *, keep_text: bool = False
+    ) -> None:
         self.settings = settings
         self.clock = clock
+        self.max_tokens = max_tokens or settings.max_tokens
+        self.keep_text = keep_text
+        self.text = ""
         self.trace = StreamTrace(sent_s=clock())
         self.wd = Watchdog(settings.timeouts, self.trace.sent_s, clock)
         self.http_status: int | None = None
@@ -87,8 +121,10 @@ class _Exchange:
         self.request_id = http.headers.get("x-request-id")
         await _require_stream(http)
         settings = self.settings
-        overlength_at = settings.max_tokens + settings.timeouts.overlength_extra_tokens
-        sse = SseReader(self.trace, settings.api == ApiKind.CHAT, overlength_at, self.wd.first_token)
+        overlength_at = self.max_tokens + settings.timeouts.overlength_extra_tokens
+        sse = SseReader(
+            self.trace, settings.api == ApiKind.CHAT, overlength_at, self.wd.first_token, keep_text=self.keep_text
+        )
         timed = http.extensions.get(TIMED_STREAM)
         if isinstance(timed, TimedStream) and timed.clock is self.clock:
             self.trace.sent_s = sse.now = sse.last_event_s = timed.sent_s  # written to the socket: the send time
@@ -106,6 +142,7 @@ class _Exchange:
         if not sse.done and sse.finish is None:
             raise RequestFailed(ErrorKind.STREAM_TRUNCATED, "the stream ended without a finish reason or [DONE]")
         self.finish = sse.finish
+        self.text = sse.text()
         usage = sse.usage or {}
         if usage.get("prompt_tokens") is not None:
             trace.prompt_tokens = int(usage["prompt_tokens"])

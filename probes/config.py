@@ -34,6 +34,14 @@ class WorkloadKind(StrEnum):
     CODE_JSON = "code_json"  # code and JSON tasks (predictable output: speculative decoding shines)
     FILE = "file"  # a user JSONL file
     TRACE = "trace"  # replay a request trace's arrival times and lengths (probes/replay.py)
+    SESSIONS = "sessions"  # multi-turn conversations, each turn sending the whole history (probes/session_level.py)
+
+
+class SessionVariant(StrEnum):
+    """Synthetic sessions: ordinary chat, or an agent (long tool-like context, short outputs)."""
+
+    CHAT = "chat"
+    AGENT = "agent"
 
 
 def redact_url(url: str) -> str:
@@ -128,6 +136,13 @@ class RunSettings(BaseModel):
     trace_start_s: float = Field(default=0.0, ge=0)
     trace_duration_s: float | None = Field(default=None, gt=0)
     trace_limit: int | None = Field(default=None, ge=1)
+    # Sessions (workload sessions): N users each holding a conversation of K turns, a think time between an answer
+    # and the next turn; synthetic (chat or agent) or read from a conversations file (OpenAI messages, JSONL).
+    sessions: int = Field(default=8, ge=1)
+    turns: int = Field(default=4, ge=1)
+    think_time_s: float = Field(default=0.0, ge=0)
+    session_variant: SessionVariant = SessionVariant.CHAT
+    conversations_file: str | None = None
     max_tokens: int = Field(default_factory=lambda: load_handbook().seed_benchmark.max_tokens, ge=1)
     temperature: float = Field(default_factory=lambda: load_handbook().seed_benchmark.temperature, ge=0, le=2)
     ignore_eos: bool = False
@@ -190,13 +205,43 @@ class RunSettings(BaseModel):
         return self.workload == WorkloadKind.TRACE
 
     @property
+    def sessions_mode(self) -> bool:
+        """True when the run holds multi-turn sessions (one level: every session at once)."""
+        return self.workload == WorkloadKind.SESSIONS
+
+    @property
     def level_count(self) -> int:
         """Levels the run plans (a search: at most this many)."""
-        if self.trace_mode:
+        if self.trace_mode or self.sessions_mode:
             return 1
         if self.find_max_rate:
             return self.search_max_levels
         return len(self.request_rate_rps) if self.request_rate_rps else len(self.concurrency)
+
+    @property
+    def load_text(self) -> str:
+        """The load the run sends, in words (the command line's start line, the run lists)."""
+        if self.trace_mode:
+            window = f"from {self.trace_start_s:g} s" + (
+                f" for {self.trace_duration_s:g} s" if self.trace_duration_s is not None else ""
+            )
+            limit = f", at most {self.trace_limit} requests" if self.trace_limit is not None else ""
+            return f"replaying trace {self.trace} {window}{limit} at {self.trace_speed:g}x speed"
+        if self.sessions_mode:
+            source = self.conversations_file or f"synthetic {self.session_variant.value}"
+            return (
+                f"{self.sessions} sessions of at most {self.turns} turns ({source}), {self.think_time_s:g} s think time"
+            )
+        if self.find_max_rate:
+            load = (
+                f"searching the highest request rate within the SLO from {self.search_start_rps:g} req/s "
+                f"(at most {self.search_max_levels} levels, {self.search_max_duration_s:g} s)"
+            )
+        elif self.request_rate_rps:
+            load = f"request rates {[float(r) for r in self.request_rate_rps]} req/s"
+        else:
+            load = f"levels {list(self.concurrency)}"
+        return f"{load}, {self.requests_per_level} requests each"
 
     def rate_of_level(self, index: int) -> float | None:
         """The request rate of a sweep's level (None: closed loop, or a search, whose levels store their own)."""
@@ -212,6 +257,8 @@ class RunSettings(BaseModel):
         """
         if self.trace_mode:
             return self.warmup_requests + (self.trace_limit or 0)
+        if self.sessions_mode:  # a conversations file may hold fewer (probes/session_level.py counts them)
+            return self.warmup_requests + self.sessions * self.turns
         levels = 1 if self.find_max_rate else self.level_count
         return self.warmup_requests + self.requests_per_level * levels
 
@@ -239,10 +286,13 @@ def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None
         raise ProbeSettingsError("concurrency levels repeat; give each level once")
     if run.requests_per_level < 1:
         raise ProbeSettingsError("requests per level must be at least 1")
+    if run.sessions_mode:
+        _check_sessions(run, limits)
     if run.total_requests > limits.probe_max_requests_per_run:
         raise ProbeSettingsError(
             f"this run would send {run.total_requests} requests, over the cap of {limits.probe_max_requests_per_run} "
-            "(fewer levels or requests per level, or raise PROBE_MAX_REQUESTS_PER_RUN)"
+            f"({'fewer sessions or turns' if run.sessions_mode else 'fewer levels or requests per level'}, "
+            "or raise PROBE_MAX_REQUESTS_PER_RUN)"
         )
     if run.trace_mode and not run.trace:
         raise ProbeSettingsError("the trace workload needs a trace: a file or a built-in name (azure-code, azure-conv)")
@@ -254,3 +304,16 @@ def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None
     refusal = host_refusal(host, parse_allowed_hosts(limits.probe_allowed_hosts))
     if refusal:
         raise ProbeSettingsError(refusal)
+
+
+def _check_sessions(run: RunSettings, limits: Settings) -> None:
+    """Sessions hold a conversation: the chat API, closed loop per session, at most the concurrency cap of users."""
+    if run.api != ApiKind.CHAT:
+        raise ProbeSettingsError("sessions need the chat API (a list of messages); completions cannot hold a history")
+    if run.rate_mode:
+        raise ProbeSettingsError("sessions pace themselves (one turn after another): drop the request rates or search")
+    if run.sessions > limits.probe_max_concurrency:
+        raise ProbeSettingsError(
+            f"{run.sessions} sessions is over the concurrency cap of {limits.probe_max_concurrency} "
+            "(each session is one user in flight; raise PROBE_MAX_CONCURRENCY to allow it)"
+        )

@@ -42,6 +42,18 @@ SAMPLE_COLUMNS = (
     "error",
     "retry_after_s",
     "trace_line",
+    "session",
+    "turn",
+)
+TURN_COLUMNS = (
+    "turn",
+    "count",
+    "failed",
+    "ttft_ms_p50",
+    "ttft_ms_p99",
+    "tpot_ms_p50",
+    "e2e_ms_p50",
+    "input_tokens_mean",
 )
 
 
@@ -73,4 +85,16 @@ def samples_csv(result: RunResult) -> str:
     for sample in result.samples:
         row = sample.model_dump(mode="json")
         writer.writerow([row[c] for c in SAMPLE_COLUMNS])
+    return out.getvalue()
+
+
+def turns_csv(result: RunResult) -> str:
+    """Sessions: one row per level and turn index (empty but for the header when the run held no sessions)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["level_index", *TURN_COLUMNS])
+    for level in result.levels:
+        for turn in level.turns or []:
+            row = turn.model_dump(mode="json")
+            writer.writerow([level.index, *(row[c] for c in TURN_COLUMNS)])
     return out.getvalue()

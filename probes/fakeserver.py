@@ -2,7 +2,8 @@
 
 Behaviour is chosen per request by the model name (``fake:ttft_ms=200,tpot_ms=20,tokens=128``) or the header
 ``x-fake`` (same syntax), over the server's defaults. The server keeps its own record of when it sent every
-token (``time.perf_counter()``, comparable across processes on one Linux host), at ``GET /fake/records``.
+token (``time.perf_counter()``, comparable across processes on one Linux host), at ``GET /fake/records``; with
+``record_prompts=True`` (off by default) each record also keeps the prompt's text as the server read it.
 
 Faults (``fault=``): 401, 404, 429 (with Retry-After), 500, reset (TCP RST halfway), close (FIN halfway,
 body incomplete), truncate (body ends cleanly without finish reason or [DONE]), malformed (a data line that is
@@ -237,6 +238,7 @@ class FakeServer:
         max_running: int | None = None,
         spec_acceptance: float | None = None,
         keep_records: bool = True,
+        record_prompts: bool = False,
         engine: Literal["vllm", "sglang"] = "vllm",
         roots: Mapping[str, str] | None = None,
         owned_by: str = "fake",
@@ -253,6 +255,7 @@ class FakeServer:
         self.max_running = max_running
         self.spec_acceptance = spec_acceptance
         self.keep_records = keep_records
+        self.record_prompts = record_prompts
         self.engine = engine
         self.roots = dict(roots or {})
         self.owned_by = owned_by
@@ -360,6 +363,8 @@ class FakeServer:
         if beh.fault and self._next_id % max(1, beh.fault_every):
             beh = dataclasses.replace(beh, fault="")
         record = RequestRecord(f"fake-{self._next_id}", model, beh.fault, time.perf_counter())
+        if self.record_prompts:
+            record.prompt = prompt_text(req)
         if self.keep_records:
             self._records.append(record)
         self.counters.requests += 1

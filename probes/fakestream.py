@@ -95,6 +95,7 @@ class RequestRecord:
     token_s: list[float] = field(default_factory=list)  # send time of each output chunk
     chunk_tokens: list[int] = field(default_factory=list)
     done_s: float | None = None
+    prompt: str | None = None  # the prompt's text, only when the server records prompts (FakeServer record_prompts)
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""

@@ -194,6 +194,61 @@ def timeline_figure(result: RunResult) -> go.Figure:
     return figure
 
 
+def turns_figure(result: RunResult) -> go.Figure:
+    """Sessions: TTFT p50 and p99 per turn index (bars), and the mean prompt each turn sent (line, right axis)."""
+    figure = go.Figure()
+    turns = [t for level in result.levels for t in level.turns or []]
+    x = [t.turn for t in turns]
+    for name, values, color in (
+        ("TTFT p50", [t.ttft_ms_p50 for t in turns], PALETTE[0]),
+        ("TTFT p99", [t.ttft_ms_p99 for t in turns], PALETTE[1]),
+    ):
+        figure.add_bar(
+            x=x,
+            y=values,
+            name=name,
+            marker_color=color,
+            hovertemplate=f"turn %{{x}}: {name} %{{y:,.0f}} ms<extra></extra>",
+        )
+    figure.add_scatter(
+        x=x,
+        y=[t.input_tokens_mean for t in turns],
+        name="prompt tokens (mean)",
+        yaxis="y2",
+        mode="lines+markers",
+        line={"color": PALETTE[2]},
+        hovertemplate="turn %{x}: %{y:,.0f} prompt tokens<extra></extra>",
+    )
+    figure.update_layout(
+        title="Sessions: time to first token by turn, as the history grows",
+        barmode="group",
+        xaxis={"title": "turn", "dtick": 1},
+        yaxis={"title": "TTFT ms", "rangemode": "tozero"},
+        yaxis2={"title": "prompt tokens", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        margin=_MARGIN,
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return figure
+
+
+def turn_rows(result: RunResult) -> list[dict[str, Any]]:
+    """Sessions: one row per turn index, ready for a table."""
+    return [
+        {
+            "turn": t.turn,
+            "ok": t.count,
+            "failed": t.failed,
+            "TTFT p50 ms": _num(t.ttft_ms_p50),
+            "TTFT p99 ms": _num(t.ttft_ms_p99),
+            "TPOT p50 ms": _num(t.tpot_ms_p50, 2),
+            "E2E p50 ms": _num(t.e2e_ms_p50),
+            "prompt tokens (mean)": _num(t.input_tokens_mean, 0),
+        }
+        for level in result.levels
+        for t in level.turns or []
+    ]
+
+
 def _num(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 

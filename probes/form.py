@@ -1,6 +1,7 @@
 """The /probe and /runs pages' inputs (URL parameters are the aliases; never the API key) and "Cost this"."""
 
 import re
+from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -36,11 +37,11 @@ class ProbeForm(ProbeOptions):
             raise ValueError(f"pick a built-in trace ({', '.join(BUILTIN_TRACES)}) or upload a trace file")
         return value.strip() if value else None
 
-    def run_settings(self, api_key: str | None = None, prompt_file: str | None = None) -> RunSettings:
+    def run_settings(self, api_key: str | None = None, files: Mapping[str, str] | None = None) -> RunSettings:
         """The probe's settings (ProbeSettingsError when they cannot be built, e.g. no model picked)."""
         if not self.model:
             raise ProbeSettingsError("pick a model: type its name, or press 'Test connection' to list the served ones")
-        return super().run_settings(api_key, prompt_file)
+        return super().run_settings(api_key, files)
 
 
 class RunsView(BaseModel):

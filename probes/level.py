@@ -124,6 +124,10 @@ class Level:
             clock=self.clock,
             body=self.bodies.get(k),
         )
+        self._record(sample)
+
+    def _record(self, sample: RequestSample) -> None:
+        """Keep a finished request: the level's end, its samples, the progress and the sink (counted levels)."""
         self.end_s = self.clock()
         self.samples.append(sample)
         if self.plan.counted:

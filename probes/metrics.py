@@ -137,3 +137,16 @@ def best_request_rate_within_slo(levels: Sequence[LevelResult]) -> float | None:
     """The highest request rate whose level met the SLO (None if none did, or no level had a rate)."""
     met = [level.request_rate_rps for level in levels if level.slo.met and level.request_rate_rps is not None]
     return max(met) if met else None
+
+
+def peak_in_flight(samples: Sequence[RequestSample]) -> int:
+    """The most requests in flight at once, from each request's send time and duration (open-loop levels)."""
+    events = sorted(
+        [(s.start_s, 1) for s in samples] + [(s.start_s + (s.e2e_ms or 0.0) / 1000.0, -1) for s in samples],
+        key=lambda e: (e[0], e[1]),  # at a tie, a request ends before the next starts
+    )
+    peak = running = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    return peak

@@ -83,6 +83,8 @@ class RequestSample(BaseModel):
     retry_after_s: float | None = None
     server_request_id: str | None = None
     trace_line: int | None = Field(default=None, description="trace replay: the request's line in the trace file")
+    session: int | None = Field(default=None, description="sessions: the session's number in the run, from 0")
+    turn: int | None = Field(default=None, description="sessions: the turn within its session, from 1")
 
     @property
     def ok(self) -> bool:
@@ -136,6 +138,21 @@ class ScheduleLag(BaseModel):
     p99: float | None = None
 
 
+class TurnStats(BaseModel):
+    """One turn index across a level's sessions: requests, TTFT p50/p99, TPOT and E2E p50, mean input tokens."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn: int
+    count: int = Field(description="completed requests of this turn")
+    failed: int = 0
+    ttft_ms_p50: float | None = None
+    ttft_ms_p99: float | None = None
+    tpot_ms_p50: float | None = None
+    e2e_ms_p50: float | None = None
+    input_tokens_mean: float | None = None
+
+
 class LevelResult(BaseModel):
     """One concurrency level: counts, throughput over the level's wall time, latency percentiles, SLO."""
 
@@ -166,6 +183,7 @@ class LevelResult(BaseModel):
     slo: SloOutcome
     server_metrics: ServerMetrics | None = None
     schedule_lag_ms: ScheduleLag | None = Field(default=None, description="trace replay: send lag p50 and p99")
+    turns: list[TurnStats] | None = Field(default=None, description="sessions: the figures per turn index")
 
 
 class RunResult(BaseModel):

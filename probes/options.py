@@ -3,6 +3,7 @@
 The deployment's fields come from probes/deployment.py, where they are defined.
 """
 
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +16,7 @@ from probes.config import (
     DEFAULT_CONCURRENCY,
     ApiKind,
     RunSettings,
+    SessionVariant,
     SloTargets,
     Timeouts,
     WorkloadKind,
@@ -25,6 +27,7 @@ from probes.deployment import ALLOWED, Deployment, catalog_id, deployment_fields
 from probes.errors import ProbeSettingsError
 from probes.ratesearch import MAX_RATE_RPS, parse_rates
 from probes.replay import check_replay
+from probes.session_level import check_sessions
 from probes.traces import TraceFormat
 from probes.workloads import build_prompts
 
@@ -106,7 +109,42 @@ class ProbeOptions(BaseModel):
         description="The prompts sent: seed, the handbook's eight fixed prompts; synthetic, prompts of a set "
         "length; shared_prefix, one long system prompt with varied questions (shows prefix caching); code_json, "
         "code and JSON tasks (predictable output, for speculative decoding); file, your JSONL prompts; trace, replay "
-        "a request trace's arrival times and lengths (one open-loop level).",
+        "a request trace's arrival times and lengths (one open-loop level); sessions, multi-turn conversations that "
+        "resend their growing history (one level, figures per turn).",
+    )
+    sessions: int = Field(
+        default=_RUN.sessions,
+        alias="sessions",
+        title="Sessions (users)",
+        description="Sessions workload: this many users, each holding one conversation, all at once (at most "
+        "PROBE_MAX_CONCURRENCY).",
+        ge=1,
+        le=100_000,
+    )
+    turns: int = Field(
+        default=_RUN.turns,
+        alias="turns",
+        title="Turns per session",
+        description="Sessions workload: each conversation's turns; every turn sends the whole history so far (the "
+        "server's earlier answers included) plus a new user message. A conversations file's longer ones are cut.",
+        ge=1,
+        le=1_000,
+    )
+    think_time_s: float = Field(
+        default=_RUN.think_time_s,
+        alias="think_time",
+        title="Think time (s)",
+        description="Sessions workload: the wait after an answer before the session's next turn.",
+        ge=0,
+        le=3_600,
+    )
+    session_variant: SessionVariant = Field(
+        default=_RUN.session_variant,
+        alias="session_variant",
+        title="Session kind",
+        description="Sessions workload: chat (short system prompt, user messages of about 64 tokens, max tokens "
+        "per answer) or agent (about 2,048 tokens of tool schemas, a tool result of about 512 tokens per turn, "
+        "answers of at most 48 tokens).",
     )
     trace: str | None = Field(
         default=_RUN.trace,
@@ -419,7 +457,7 @@ class ProbeOptions(BaseModel):
         """The deployment as given (catalog ids; None where left blank)."""
         return Deployment(**{name: getattr(self, option) for name, option in DEPLOYMENT_OPTIONS.items()})
 
-    def run_settings(self, api_key: str | None = None, prompt_file: str | None = None) -> RunSettings:
+    def run_settings(self, api_key: str | None = None, files: Mapping[str, str] | None = None) -> RunSettings:
         """The run's settings: every field named as a RunSettings field, the SLO and the timeouts.
 
         Raises ProbeSettingsError when they cannot be built (e.g. no model).
@@ -428,8 +466,7 @@ class ProbeOptions(BaseModel):
         values.update(slo=self.slo, timeouts=self.timeouts, deployment=self.deployment)
         if api_key:
             values["api_key"] = SecretStr(api_key)
-        if prompt_file:
-            values["prompt_file"] = prompt_file
+        values.update({name: path for name, path in (files or {}).items() if name in UPLOADED_FILES and path})
         if self.trace_format is not None:
             values["trace_format"] = self.trace_format.value
         try:
@@ -455,6 +492,13 @@ class CliOptions(ProbeOptions):
         default=_RUN.prompt_file,
         description='File workload: JSONL prompts, one {"prompt": ...}, {"system": ..., "prompt": ...} or '
         '{"messages": [...]} per line.',
+    )
+    conversations_file: str | None = Field(
+        default=_RUN.conversations_file,
+        description='Sessions workload: JSONL conversations in the OpenAI messages format, one {"messages": [...]} '
+        "per line; each user message is a turn (recorded answers are replaced by the server's). Without it, "
+        "synthetic sessions.",
+        json_schema_extra={FLAG: "--conversations"},
     )
     goodput_ttft_ms: float = Field(
         default=_RUN.slo.request_ttft_ms,
@@ -536,6 +580,8 @@ class CliOptions(ProbeOptions):
         return super().timeouts.model_copy(update={"overlength_extra_tokens": self.overlength_extra_tokens})
 
 
+# The files a page uploads (RunSettings fields holding a path), given to run_settings() beside the options.
+UPLOADED_FILES = frozenset({"prompt_file", "conversations_file"})
 # Fields that reach RunSettings through the slo / timeouts properties rather than by name, and the switches.
 SLO_AND_TIMEOUT_FIELDS = frozenset(
     {
@@ -556,15 +602,19 @@ SWITCHES = frozenset({"list_models", "test_connection", "output", "store", "quie
 DEPLOYMENT_FIELDS = frozenset(DEPLOYMENT_OPTIONS.values())
 
 
-def prepare_run(options: ProbeOptions, api_key: str | None = None, prompt_file: str | None = None) -> RunSettings:
+def prepare_run(
+    options: ProbeOptions, api_key: str | None = None, files: Mapping[str, str] | None = None
+) -> RunSettings:
     """Settings checked as ProbeRun.start() checks them, so nothing is stored for a refused run.
 
     Raises ProbeSettingsError (absurd or unsafe values, over a cap) or WorkloadError (an unreadable prompt file).
     """
-    settings = options.run_settings(api_key, prompt_file)
+    settings = options.run_settings(api_key, files)
     check_run_settings(settings)
     if settings.trace_mode:
         check_replay(settings)  # malformed lines (with their numbers) or a slice over the request cap
+    if settings.sessions_mode:
+        check_sessions(settings)  # a conversations file's malformed lines, or sessions over the request cap
     build_prompts(settings, settings.requests_per_level)
     return settings
 

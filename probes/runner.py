@@ -15,20 +15,21 @@ from probes.config import RunSettings, check_run_settings
 from probes.deployment import Deployment
 from probes.detect import detect
 from probes.level import WARMUP_INDEX, Level, LevelPlan, SampleSink
-from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
+from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, peak_in_flight, summarize_level
 from probes.models import (
     CONNECTION_KINDS,
     LevelResult,
     RequestSample,
     RunResult,
     RunStatus,
-    ScheduleLag,
     ServerMetrics,
 )
 from probes.progress import Progress
 from probes.prom import Scraper, exposition, metrics_url_for, server_metrics
 from probes.ratesearch import RateOutcome, RateSearch, find_max_rate
 from probes.replay import TraceLevel, calibrate, check_replay, schedule_lag
+from probes.session_level import SessionLevel, check_sessions, conversations_of
+from probes.sessions import Conversation, level_turn_stats
 from probes.transport import LeanTransport
 from probes.workloads import Prompt, build_prompts
 from settings import Settings, get_settings
@@ -63,9 +64,12 @@ async def run_probe(
     """
     check_run_settings(settings, limits)
     replay = check_replay(settings, limits) if settings.trace_mode else None  # refused before anything is sent
+    session_requests = check_sessions(settings, limits) if settings.sessions_mode else None
+    conversations = conversations_of(settings) if settings.sessions_mode else None
     prompts = build_prompts(settings, settings.requests_per_level)
     # A replay is open loop: at most max_in_flight in flight when given, else up to the concurrency cap.
     replay_pool = settings.max_in_flight or (limits or get_settings()).probe_max_concurrency
+    pool = replay_pool if settings.trace_mode else len(conversations) if conversations is not None else None
     sweep = _Sweep(
         settings,
         prompts,
@@ -75,10 +79,13 @@ async def run_probe(
         on_sample,
         on_level,
         on_deployment,
-        pool=replay_pool if settings.trace_mode else None,
+        pool=pool,
     )
+    sweep.conversations = conversations
     if replay is not None:
         sweep.progress.update(requests_per_level=replay.requests)
+    if session_requests is not None:
+        sweep.progress.update(requests_per_level=session_requests)
     sweep.max_requests = (limits or get_settings()).probe_max_requests_per_run - settings.warmup_requests
     await sweep.run()
     return sweep.result()
@@ -120,6 +127,7 @@ class _Sweep:
         self.status = RunStatus.COMPLETED
         self.error: str | None = None
         self.search: RateSearch | None = None
+        self.conversations: list[Conversation] | None = None  # workload sessions
         self.notes: list[str] = []
         self.max_requests = settings.total_requests  # a search's request budget (run_probe sets the run's cap)
         progress.update(
@@ -137,6 +145,10 @@ class _Sweep:
             await self._warmup()
             if self.settings.trace_mode:
                 if not await self._replay():
+                    self.status = RunStatus.CANCELLED
+                return
+            if self.conversations is not None:
+                if not await self._sessions(self.conversations):
                     self.status = RunStatus.CANCELLED
                 return
             if self.settings.find_max_rate:
@@ -196,16 +208,7 @@ class _Sweep:
         if note is not None:
             self.notes.append(note)
             self.progress.update(message=note)
-        self.progress.update(
-            phase="level",
-            level_index=0,
-            concurrency=self.pool,
-            request_rate_rps=None,
-            sent=0,
-            finished=0,
-            ok=0,
-            failed=0,
-        )
+        self._level_progress(0, self.pool, None)
         before = await self.scraper.now()
         level = TraceLevel(
             self.client,
@@ -217,7 +220,29 @@ class _Sweep:
             on_sample=self.on_sample,
             lean=self.lean,
         ).use(builder)
-        return await self._run_and_keep(level, before, lambda: schedule_lag(level.lags_ms))
+        return await self._run_and_keep(
+            level,
+            before,
+            lambda: {  # the level's concurrency: what the trace put in flight, not the cap
+                "schedule_lag_ms": schedule_lag(level.lags_ms),
+                "concurrency": max(1, peak_in_flight(level.samples)),
+            },
+        )
+
+    async def _sessions(self, conversations: list[Conversation]) -> bool:
+        """Every session at once, turn after turn; one level with figures per turn; False when cancelled."""
+        self._level_progress(0, len(conversations), None)
+        before = await self.scraper.now()
+        level = SessionLevel(
+            self.client,
+            self.settings,
+            conversations,
+            clock=self.clock,
+            progress=self.progress,
+            on_sample=self.on_sample,
+            lean=self.lean,
+        )
+        return await self._run_and_keep(level, before, lambda: {"turns": level_turn_stats(level.samples)})
 
     async def _search(self) -> None:
         """--find-max-rate: grow then bisect the request rate (probes/ratesearch.py), one stored level per rate."""
@@ -244,6 +269,13 @@ class _Sweep:
     async def _level(self, index: int, concurrency: int, rate_rps: float | None = None) -> bool:
         """One level with its scrapes before and after; False when it was cancelled (its samples are kept)."""
         per_level = self.settings.requests_per_level
+        self._level_progress(index, concurrency, rate_rps)
+        before = await self.scraper.now()
+        plan = LevelPlan(index, concurrency, per_level, prompt_offset=index * per_level, rate_rps=rate_rps)
+        level = self._new_level(plan)
+        return await self._run_and_keep(level, before)
+
+    def _level_progress(self, index: int, concurrency: int, rate_rps: float | None) -> None:
         self.progress.update(
             phase="level",
             level_index=index,
@@ -254,20 +286,16 @@ class _Sweep:
             ok=0,
             failed=0,
         )
-        before = await self.scraper.now()
-        plan = LevelPlan(index, concurrency, per_level, prompt_offset=index * per_level, rate_rps=rate_rps)
-        level = self._new_level(plan)
-        return await self._run_and_keep(level, before)
 
     async def _run_and_keep(
         self,
         level: Level,
         before: tuple[dict[str, float], str] | None,
-        lag: Callable[[], ScheduleLag | None] | None = None,
+        extra: Callable[[], dict[str, object]] | None = None,
     ) -> bool:
         """Run a level (a cancel keeps its samples), scrape after it and keep it; False when it was cancelled.
 
-        `lag` reads the level's send lag once it has run (open-loop levels that measure it).
+        `extra` gives the level's own figures once it has run (a replay's send lag, sessions' per-turn figures).
         """
         started_at = datetime.now(UTC)
         completed = True
@@ -278,7 +306,7 @@ class _Sweep:
             completed = False
         after = await self.scraper.now() if completed else None
         metrics = server_metrics(before[0], after[0], after[1]) if before and after else None
-        self._keep(level, started_at, metrics, lag() if lag else None)
+        self._keep(level, started_at, metrics, extra() if extra else None)
         return completed
 
     def _new_level(self, plan: LevelPlan) -> Level:
@@ -294,7 +322,7 @@ class _Sweep:
         )
 
     def _keep(
-        self, level: Level, started_at: datetime, metrics: ServerMetrics | None, lag: ScheduleLag | None = None
+        self, level: Level, started_at: datetime, metrics: ServerMetrics | None, extra: dict[str, object] | None = None
     ) -> None:
         """The level's samples, and its summary when it has any."""
         self.samples.extend(level.samples)
@@ -311,8 +339,8 @@ class _Sweep:
             request_rate_rps=level.plan.rate_rps,
             server_metrics=metrics,
         )
-        if lag is not None:
-            result = result.model_copy(update={"schedule_lag_ms": lag})
+        if extra:
+            result = result.model_copy(update=extra)
         self.levels.append(result)
         self.progress.level_done(result)
         if self.on_level is not None:
@@ -329,7 +357,9 @@ class _Sweep:
             error=self.error,
             started_at=self.started_at,
             finished_at=datetime.now(UTC),
-            best_concurrency_within_slo=None if settings.trace_mode else best_concurrency_within_slo(self.levels),
+            best_concurrency_within_slo=(
+                None if settings.trace_mode or settings.sessions_mode else best_concurrency_within_slo(self.levels)
+            ),
             best_request_rate_within_slo_rps=(
                 self.search.best_rate_rps if self.search is not None else best_request_rate_within_slo(self.levels)
             ),

@@ -66,10 +66,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
-
 from probes.errors import LineProblem, WorkloadError
 from probes.metrics import stats
+from probes.models import RequestSample, TurnStats
 from probes.workloads import VOCABULARY
 
 SessionVariant = Literal["chat", "agent"]
@@ -512,20 +511,6 @@ def read_conversations(
 # ---- per-turn statistics -----------------------------------------------------------------------------------------
 
 
-class TurnStats(BaseModel):
-    """One turn index across sessions: its requests, TTFT p50/p99, TPOT and E2E p50, mean input tokens."""
-
-    model_config = ConfigDict(frozen=True)
-
-    turn: int
-    count: int
-    ttft_ms_p50: float | None = None
-    ttft_ms_p99: float | None = None
-    tpot_ms_p50: float | None = None
-    e2e_ms_p50: float | None = None
-    input_tokens_mean: float | None = None
-
-
 def per_turn_stats(samples: Sequence[TurnSample]) -> list[TurnStats]:
     """One TurnStats per turn index present, in turn order, from (turn, ttft_ms, tpot_ms, e2e_ms, input_tokens).
 
@@ -556,6 +541,24 @@ def per_turn_stats(samples: Sequence[TurnSample]) -> list[TurnStats]:
     return result
 
 
+def level_turn_stats(samples: Sequence[RequestSample]) -> list[TurnStats]:
+    """Per-turn figures of a sessions level: per_turn_stats over its completed requests, with each turn's failures."""
+    done: list[TurnSample] = []
+    failed: dict[int, int] = {}
+    for s in samples:
+        if s.turn is None:
+            continue
+        if s.ok:
+            done.append((s.turn, s.ttft_ms, s.tpot_ms, s.e2e_ms, s.input_tokens))
+        else:
+            failed[s.turn] = failed.get(s.turn, 0) + 1
+    stats_by_turn = {t.turn: t for t in per_turn_stats(done)}
+    return [
+        stats_by_turn.get(turn, TurnStats(turn=turn, count=0)).model_copy(update={"failed": failed.get(turn, 0)})
+        for turn in sorted(set(stats_by_turn) | set(failed))
+    ]
+
+
 __all__ = [
     "MAX_PROBLEMS",
     "ROLES",
@@ -570,6 +573,7 @@ __all__ = [
     "TurnStats",
     "check_conversations",
     "estimate_tokens",
+    "level_turn_stats",
     "per_turn_stats",
     "read_conversations",
     "synthetic_conversations",

@@ -26,6 +26,8 @@ class SseReader:
         chat: bool,
         overlength_at: int,
         on_first_token: Callable[[float], None] | None = None,
+        *,
+        keep_text: bool = False,
     ) -> None:
         self.trace = trace
         self.chat = chat
@@ -39,6 +41,12 @@ class SseReader:
         self.usage: dict[str, Any] | None = None
         self._buf = b""
         self._event_name = b""
+        self.keep_text = keep_text  # keep the content (not the reasoning) for text(): a session's history needs it
+        self._text: list[str] = []
+
+    def text(self) -> str:
+        """The answer's content received so far (empty unless keep_text)."""
+        return "".join(self._text)
 
     def feed(self, now: float, data: bytes) -> None:
         """One read, parsed now."""
@@ -141,6 +149,8 @@ class SseReader:
             self.finish = finish
         if not (content or thought):
             return False
+        if content and self.keep_text:
+            self._text.append(content)
         trace = self.trace
         trace.chunk_s.append(now)
         trace.chunk_chars.append(len(content or "") + len(thought or ""))

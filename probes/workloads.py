@@ -234,7 +234,7 @@ def build_prompts(settings: RunSettings, count: int) -> list[Prompt]:
     """The prompt pool of a run; request i uses pool[i % len(pool)]."""
     count = max(1, count)
     kind = settings.workload
-    if kind in (WorkloadKind.SEED, WorkloadKind.TRACE):  # a trace replay's warm-up sends the seed prompts
+    if kind in (WorkloadKind.SEED, WorkloadKind.TRACE, WorkloadKind.SESSIONS):  # their warm-up: the seed prompts
         return [Prompt(p) for p in SEED_PROMPTS]
     if kind == WorkloadKind.CODE_JSON:
         return [Prompt(p) for p in CODE_JSON_PROMPTS]

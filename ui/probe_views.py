@@ -13,7 +13,7 @@ from streamlit.delta_generator import DeltaGenerator
 from db.runs import error_summary, get_run, load_samples, sample_counts
 from probes.baseline import scaling_sentence
 from probes.deployment import deployment_text
-from probes.export import levels_csv, result_json, samples_csv
+from probes.export import levels_csv, result_json, samples_csv, turns_csv
 from probes.figures import (
     compare_rows,
     error_rows,
@@ -22,6 +22,8 @@ from probes.figures import (
     run_label,
     throughput_figure,
     timeline_figure,
+    turn_rows,
+    turns_figure,
 )
 from probes.form import cost_params, default_cost_level
 from probes.models import RunResult, RunStatus
@@ -153,7 +155,21 @@ def headline(result: RunResult) -> None:
     rates = any(lv.request_rate_rps is not None for lv in result.levels)
     shown = default_cost_level(result)
     cols = st.columns(4)
-    if rates:
+    settings = result.settings
+    if settings.trace_mode or settings.sessions_mode:
+        what = (
+            f"{settings.sessions} sessions × {settings.turns} turns"
+            if settings.sessions_mode
+            else f"trace {settings.trace or ''} at {settings.trace_speed:g}×"
+        )
+        met = [lv.slo.met for lv in result.levels]
+        cols[0].metric(
+            "SLO",
+            ("met" if all(met) else "missed") if met else "not measured",
+            border=True,
+            help=f"Whether the level ({what}) met the TTFT p50, TTFT p99, TPOT p50 and failure targets.",
+        )
+    elif rates:
         best_rate = result.best_request_rate_within_slo_rps
         search = result.rate_search
         cols[0].metric(
@@ -260,11 +276,54 @@ def run_details(result: RunResult, key: str) -> None:
         _errors_table(result, key)
     if result.settings.trace_mode:
         _timeline(result, key)
+    if any(lv.turns for lv in result.levels):
+        _turns(result, key)
     cost_this(result, f"{key}.cost_level")
 
 
+def _turns(result: RunResult, key: str) -> None:
+    """Sessions: the figures per turn index, and the server's prefix-cache hit ratio when it reported one."""
+    st.markdown("**By turn**")
+    ratios = [lv.server_metrics.prefix_cache_hit_ratio for lv in result.levels if lv.server_metrics]
+    ratio = next((r for r in ratios if r is not None), None)
+    first = next((t for lv in result.levels for t in lv.turns or [] if t.turn == 1), None)
+    later = [t.ttft_ms_p50 for lv in result.levels for t in lv.turns or [] if t.turn > 1 and t.ttft_ms_p50]
+    parts = []
+    if first is not None and first.ttft_ms_p50 and later:
+        parts.append(
+            f"TTFT p50 of turn 1: {first.ttft_ms_p50:,.0f} ms; of the later turns: "
+            f"{min(later):,.0f}–{max(later):,.0f} ms, though their prompts carry the whole history"
+        )
+    parts.append(
+        f"the server's prefix-cache hit ratio over the level: {ratio:.0%}"
+        if ratio is not None
+        else "the server's /metrics gave no prefix-cache hit ratio"
+    )
+    st.caption("; ".join(parts) + ".")
+    left, right = st.columns([3, 2])
+    left.plotly_chart(turns_figure(result), key=f"{key}.fig.turns")
+    right.dataframe(pd.DataFrame(turn_rows(result)), hide_index=True, key=f"{key}.turns")
+
+
+def _replay_figures(result: RunResult) -> None:
+    """A trace replay's own figures: the requests it replayed and how late they left (send lag)."""
+    level = next((lv for lv in result.levels if lv.schedule_lag_ms is not None), None)
+    if level is None or level.schedule_lag_ms is None:
+        return
+    lag = level.schedule_lag_ms
+    why = (
+        "Send lag: how late a request left after its time in the trace (divided by the speed); a high one means "
+        "the probe could not keep up, and the server saw a gentler load than the trace's."
+    )
+    left, mid, right = st.columns(3)
+    left.metric("Requests replayed", f"{level.requests:,}", border=True, help="The requests of the trace's slice.")
+    for where, name, value in ((mid, "p50", lag.p50), (right, "p99", lag.p99)):
+        where.metric(f"Send lag {name}", "—" if value is None else f"{value:,.1f} ms", border=True, help=why)
+
+
 def _timeline(result: RunResult, key: str) -> None:
-    """A trace replay's requests over time (a stored run opened without its samples: read them)."""
+    """A trace replay's send lag and requests over time (a stored run opened without its samples: read them)."""
+    _replay_figures(result)
     if not result.samples and result.run_id:
         result = result.model_copy(update={"samples": load_samples(get_engine(), result.run_id)})
     if result.samples:
@@ -313,6 +372,8 @@ def downloads(result: RunResult, key: str) -> None:
         ("Download levels CSV", levels_csv, "-levels.csv", "text/csv", "levels"),
         ("Download requests CSV", samples_csv, "-requests.csv", "text/csv", "requests"),
     ]
+    if any(level.turns for level in result.levels):
+        exports.append(("Download turns CSV", turns_csv, "-turns.csv", "text/csv", "turns"))
     for col, (label, build, suffix, mime, name) in zip(st.columns(len(exports)), exports, strict=True):
         col.download_button(
             label,

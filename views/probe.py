@@ -1,8 +1,5 @@
 """Live probe: measure TTFT, TPOT and throughput of an OpenAI-compatible endpoint at several concurrency levels."""
 
-import tempfile
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -23,6 +20,8 @@ from probes.errors import ProbeSettingsError
 from probes.figures import level_rows, throughput_figure
 from probes.form import ProbeForm
 from probes.options import prepare_run
+from probes.uploads import keep_upload
+from settings import get_settings
 from ui.errors import guarded, show_errors
 from ui.live_runs import live_runs
 from ui.params import format_value, validate_params
@@ -52,7 +51,7 @@ SERVED = "_probe.served_models"
 REPORT = "_probe.connection"
 START_ERROR = "_probe.start_error"
 CANCELLING = "_probe.cancelling"
-TEMP_FILE = "_probe.temp_prompt_file"
+CONVERSATIONS_FILE = "probe.conversations_file"
 
 WORKLOADS = {
     "seed": "Handbook's eight fixed prompts",
@@ -61,7 +60,9 @@ WORKLOADS = {
     "code_json": "Code and JSON tasks (speculative decoding)",
     "file": "My prompt file (JSONL)",
     "trace": "Trace replay (arrival times and lengths)",
+    "sessions": "Multi-turn sessions (growing history)",
 }
+SESSION_VARIANTS = {"chat": "Chat", "agent": "Agent (long tool context, short answers)"}
 TRACES = {
     "azure-code": "Azure 2023 code (8,819 requests, 57 min)",
     "azure-conv": "Azure 2023 conversation (19,366 requests, 58 min)",
@@ -184,6 +185,8 @@ def _form(busy: bool) -> DeltaGenerator:
             )
         elif workload == WorkloadKind.TRACE.value:
             _trace_fields(box)
+        elif workload == WorkloadKind.SESSIONS.value:
+            _session_fields(box)
         load = st.expander("Load and generation", icon=":material/speed:")
         with load:
             left, mid, right = st.columns(3)
@@ -236,6 +239,27 @@ def _trace_fields(box: DeltaGenerator) -> None:
     number_field(last, state, "trace_limit", step=100, placeholder="empty: no limit")
 
 
+def _session_fields(box: DeltaGenerator) -> None:
+    """Sessions: users, turns, think time, chat or agent, or the user's own conversations."""
+    left, mid, right, last = box.columns(4)
+    number_field(left, state, "sessions", step=1)
+    number_field(mid, state, "turns", step=1)
+    number_field(right, state, "think_time", step=0.5, fmt="%.4g")
+    choice_field(last, state, "session_variant", SESSION_VARIANTS)
+    box.file_uploader(
+        "Conversations file (optional: else synthetic sessions)",
+        type=["jsonl", "json", "txt"],
+        key=CONVERSATIONS_FILE,
+        help='JSONL in the OpenAI messages format, one {"messages": [...]} per line; each user message is a turn '
+        "and recorded answers are replaced by the server's. The file is not part of the link: upload it again on "
+        "another screen.",
+    )
+    box.caption(
+        "Every turn resends the whole conversation so far, the server's own answers included, so later turns show "
+        "what the prefix cache saves. The levels and rates are not used: the sessions are one level."
+    )
+
+
 def _rate_fields() -> None:
     """Open-loop load: a list of request rates (one level each), or a search for the highest rate within the SLO."""
     with st.expander("Request rates (open loop)", icon=":material/trending_up:"):
@@ -271,25 +295,12 @@ def _deployment_fields() -> None:
         catalog_field(right, state, "quant", names["quant"], placeholder="detect from the checkpoint name")
 
 
-def _prompt_file() -> str | None:
-    upload = st.session_state.get(PROMPT_FILE)
+def _kept_upload(key: str) -> str | None:
+    """The upload of a file widget, kept by content under UPLOADS_DIR (stored runs name it); None without one."""
+    upload = st.session_state.get(key)
     if upload is None:
         return None
-    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", prefix="probe-prompts-", delete=False) as out:
-        out.write(upload.getvalue())
-    st.session_state[TEMP_FILE] = out.name  # removed once the run is over
-    return out.name
-
-
-def _trace_file() -> str | None:
-    upload = st.session_state.get(TRACE_FILE)
-    if upload is None:
-        return None
-    suffix = Path(upload.name).suffix or ".jsonl"
-    with tempfile.NamedTemporaryFile("wb", suffix=suffix, prefix="probe-trace-", delete=False) as out:
-        out.write(upload.getvalue())
-    st.session_state[TEMP_FILE] = out.name  # removed once the run is over
-    return out.name
+    return str(keep_upload(upload.getvalue(), upload.name, get_settings().uploads_dir))
 
 
 def _start(form: ProbeForm) -> bool:
@@ -297,15 +308,18 @@ def _start(form: ProbeForm) -> bool:
     st.session_state.pop(START_ERROR, None)
     try:
         if form.workload == WorkloadKind.TRACE and not form.trace:
-            uploaded = _trace_file()
+            uploaded = _kept_upload(TRACE_FILE)
             if uploaded is None:
                 raise ProbeSettingsError("pick a built-in trace or upload a trace file")
             form = form.model_copy(update={"trace": uploaded})  # the upload, checked like any trace file
-        prompt_file = _prompt_file() if form.workload == WorkloadKind.FILE else None
-        settings = prepare_run(form, st.session_state.get(API_KEY) or None, prompt_file)
+        files = {}
+        if form.workload == WorkloadKind.FILE:
+            files["prompt_file"] = _kept_upload(PROMPT_FILE) or ""
+        if form.workload == WorkloadKind.SESSIONS:
+            files["conversations_file"] = _kept_upload(CONVERSATIONS_FILE) or ""
+        settings = prepare_run(form, st.session_state.get(API_KEY) or None, files)
     except ProbeError as exc:
         st.session_state[START_ERROR] = str(exc)
-        _drop_temp_file()
         return False
     recorder = RunRecorder(get_engine(), settings)
     run = ProbeRun(
@@ -321,7 +335,6 @@ def _start(form: ProbeForm) -> bool:
     except ProbeError as exc:
         recorder.on_finish(None, exc)
         st.session_state[START_ERROR] = str(exc)
-        _drop_temp_file()
         return False
     st.session_state[RUN] = run
     st.session_state[RUN_ID] = recorder.run_id
@@ -338,13 +351,6 @@ def _settle() -> None:
         st.session_state[LAST] = st.session_state.pop(RUN_ID, None)
         st.session_state["_probe.sink_errors"] = list(run.sink_errors)
         del st.session_state[RUN]
-        _drop_temp_file()
-
-
-def _drop_temp_file() -> None:
-    path = st.session_state.pop(TEMP_FILE, None)
-    if path:
-        Path(path).unlink(missing_ok=True)
 
 
 def _progress_view(run: ProbeRun, progress: Progress) -> None:
@@ -353,11 +359,14 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
     done_levels = len(progress.levels)
     index = progress.level_index if progress.level_index is not None else 0
     if progress.phase == "level":
-        load = (
-            f"concurrency {progress.concurrency}"
-            if progress.request_rate_rps is None
-            else f"{progress.request_rate_rps:g} requests/s"
-        )
+        if run.settings.trace_mode:
+            load = f"replaying the trace at {run.settings.trace_speed:g}×"
+        elif run.settings.sessions_mode:
+            load = f"{progress.concurrency} sessions of up to {run.settings.turns} turns"
+        elif progress.request_rate_rps is None:
+            load = f"concurrency {progress.concurrency}"
+        else:
+            load = f"{progress.request_rate_rps:g} requests/s"
         of = f"at most {total}" if run.settings.find_max_rate else str(total)
         label = f"Level {index + 1} of {of}: {load}"
         overall = min(1.0, (index * per_level + progress.finished) / (total * per_level))

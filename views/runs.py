@@ -149,11 +149,10 @@ def _delete_controls(result: RunResult) -> None:
 
 def _about(result: RunResult) -> None:
     s = result.settings
-    levels = ",".join(str(c) for c in s.concurrency)
     finished = f" → {result.finished_at:%H:%M:%S}" if result.finished_at else ""
     st.caption(
         f"{escape_markdown(result.endpoint)} · model {escape_markdown(result.model)} · {s.api} · workload "
-        f"{s.workload} · levels {levels} × {s.requests_per_level} requests · max tokens {s.max_tokens} · "
+        f"{s.workload} · {escape_markdown(s.load_text)} · max tokens {s.max_tokens} · "
         f"{result.started_at:%Y-%m-%d %H:%M:%S}{finished} UTC · `{result.run_id}`"
     )
 

@@ -322,3 +322,33 @@ def test_the_page_offers_trace_replay_and_replays_a_built_in_slice(fake: FakeSer
 def test_a_trace_path_in_the_link_is_refused() -> None:
     at = open_page("probe", {"workload": "trace", "trace": "/etc/passwd"})
     assert any("`trace`" in w.value for w in at.warning)
+
+
+def test_the_page_holds_sessions_and_shows_their_figures_by_turn(fake: FakeServer, database_url: str) -> None:
+    at = open_page("probe", {"url": fake.base_url, "model": "fake", "workload": "sessions"})
+    assert not at.exception and not at.error
+    assert "Multi-turn sessions (growing history)" in at.selectbox(key="probe.workload").options
+    at.number_input(key="probe.sessions").set_value(3).run()
+    at.number_input(key="probe.turns").set_value(3).run()
+    at.selectbox(key="probe.session_variant").set_value("agent").run()
+    assert {k: _params(at)[k] for k in ("workload", "sessions", "turns", "session_variant")} == {
+        "workload": "sessions",
+        "sessions": "3",
+        "turns": "3",
+        "session_variant": "agent",
+    }
+    at.button(key="probe.start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    finish_probe(at)
+    assert not at.exception and not at.error
+    assert metric(at, "SLO") == "met"
+    turns = next(d.value for d in at.dataframe if "prompt tokens (mean)" in d.value.columns)
+    assert list(turns["turn"]) == [1, 2, 3] and list(turns["ok"]) == [3, 3, 3]
+    prompts = list(turns["prompt tokens (mean)"])
+    assert prompts[0] < prompts[1] < prompts[2]  # every turn resends the history, answers included
+    assert any("prefix-cache hit ratio" in c for c in texts(at.caption))
+    (row,) = list_runs(_engine(database_url))
+    result = get_run(_engine(database_url), row.id)
+    assert result is not None and result.status == RunStatus.COMPLETED and result.settings.sessions == 3
+    assert sorted((s.session, s.turn) for s in result.samples) == [(s, t) for s in range(3) for t in (1, 2, 3)]
+    assert result.levels[0].turns is not None and [t.turn for t in result.levels[0].turns] == [1, 2, 3]

@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, text
 from db import get_run, init_db, list_runs, make_engine
 from probes.__main__ import main
 from probes.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, build_parser, parse_options, run_cli
-from probes.config import ApiKind, RunSettings, WorkloadKind
+from probes.config import ApiKind, RunSettings, SessionVariant, WorkloadKind
 from probes.deployment import Deployment
 from probes.fakeserver import Behaviour, serve_in_thread
 from probes.form import ProbeForm
@@ -49,6 +49,7 @@ LEVEL_KEYS = {
     "slo",
     "server_metrics",
     "schedule_lag_ms",
+    "turns",
 }
 SAMPLE_KEYS = {
     "level_index",
@@ -74,6 +75,8 @@ SAMPLE_KEYS = {
     "retry_after_s",
     "server_request_id",
     "trace_line",
+    "session",
+    "turn",
 }
 
 
@@ -88,6 +91,7 @@ FLAGS_SCRIPTS_USE = {
     "--gpu", "--gpu-count", "--deploy-model", "--engine", "--quant",
     "--burstiness", "--max-in-flight", "--find-max-rate", "--search-max-levels", "--search-max-duration-s",
     "--trace", "--trace-format", "--trace-speed", "--trace-start", "--trace-duration", "--trace-limit",
+    "--sessions", "--turns", "--think-time-s", "--session-variant", "--conversations",
 }  # fmt: skip
 
 
@@ -278,6 +282,8 @@ def test_every_flag_reaches_the_run_settings() -> None:
             *("--gpu", "H100", "--gpu-count", "2", "--deploy-model", "llama-3.1-8b", "--engine", "vllm"),
             *("--quant", "FP8", "--trace", "azure-conv", "--trace-format", "azure", "--trace-speed", "10"),
             *("--trace-start", "60", "--trace-duration", "120", "--trace-limit", "50"),
+            *("--sessions", "3", "--turns", "5", "--think-time-s", "1.5", "--session-variant", "agent"),
+            *("--conversations", "c.jsonl"),
         ],
         environ={"PROBE_API_KEY": KEY},
     )
@@ -315,6 +321,11 @@ def test_every_flag_reaches_the_run_settings() -> None:
         "trace_start_s": 60.0,
         "trace_duration_s": 120.0,
         "trace_limit": 50,
+        "sessions": 3,
+        "turns": 5,
+        "think_time_s": 1.5,
+        "session_variant": SessionVariant.AGENT,
+        "conversations_file": "c.jsonl",
     }
     assert {name: getattr(settings, name) for name in expected} == expected
     assert settings.slo.model_dump() == {

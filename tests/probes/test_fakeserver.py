@@ -108,6 +108,26 @@ def test_models_metrics_and_records_endpoints() -> None:
         assert json.loads(urllib.request.urlopen(f"{base}/fake/records").read()) == []
 
 
+def test_prompts_are_recorded_only_when_asked() -> None:
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "one two  three"}]
+    chat = {"model": "fake:tokens=1", "messages": messages, "stream": True}
+    completion = {"model": "fake:tokens=1", "prompt": "four five", "stream": True}
+    for asked in (False, True):
+        with serve_in_thread(record_prompts=asked) as server:
+            with socket.create_connection(("127.0.0.1", server.port)) as sock:
+                http_request(sock, chat)
+            base = f"http://127.0.0.1:{server.port}"
+            request = urllib.request.Request(
+                f"{base}/v1/completions", data=json.dumps(completion).encode(), method="POST"
+            )
+            urllib.request.urlopen(request).read()
+            listed = json.loads(urllib.request.urlopen(f"{base}/fake/records").read())
+            records = server.records()
+        expected = ["be brief\none two  three", "four five"] if asked else [None, None]
+        assert [r.prompt for r in records] == expected  # the text as the server read it (its token count splits it)
+        assert [r["prompt"] for r in listed] == expected
+
+
 def test_only_loopback() -> None:
     with pytest.raises(ValueError, match="loopback"):
         serve_in_thread(host="0.0.0.0").__enter__()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from probes import ErrorKind, RequestSample, SloTargets, TokenSource
-from probes.metrics import best_concurrency_within_slo, percentile, stats, summarize_level
+from probes.metrics import best_concurrency_within_slo, peak_in_flight, percentile, stats, summarize_level
 from probes.timing import StreamTrace, account, chunk_token_counts
 
 
@@ -153,3 +153,14 @@ def test_highest_concurrency_within_slo() -> None:
     assert [lv.slo.met for lv in levels] == [True, True, False]
     assert best_concurrency_within_slo(levels) == 4
     assert best_concurrency_within_slo(levels[2:]) is None
+
+
+def test_peak_in_flight_counts_overlapping_requests_from_send_times_and_durations() -> None:
+    def sample(start_s: float, e2e_ms: float | None) -> RequestSample:
+        return RequestSample(level_index=0, concurrency=512, index=0, start_s=start_s, e2e_ms=e2e_ms)
+
+    # 0-1 s, 0.5-1.5 s, 1.0-2.0 s (starts as the first ends), 1.2-1.3 s: at most three at once (1.2-1.3 s).
+    samples = [sample(0.0, 1000), sample(0.5, 1000), sample(1.0, 1000), sample(1.2, 100)]
+    assert peak_in_flight(samples) == 3
+    assert peak_in_flight([sample(0.0, 100), sample(0.2, 100)]) == 1
+    assert peak_in_flight([]) == 0

@@ -371,6 +371,7 @@ def test_per_turn_stats_against_numpy_on_hand_made_samples() -> None:
     assert set(first.model_dump()) == {
         "turn",
         "count",
+        "failed",
         "ttft_ms_p50",
         "ttft_ms_p99",
         "tpot_ms_p50",
