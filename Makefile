@@ -47,7 +47,7 @@ lint: $(VENV)/.dev-deps
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
-## bench: client fidelity benchmark (probe vs the handbook's SDK loop vs aiperf), a few minutes; see docs/bench.md
+## bench: client fidelity (probe vs handbook SDK loop vs aiperf), then the probe's send lag at 100 req/s; see docs/bench.md
 BENCH_VENV := bench/.venv
 .PHONY: bench
 $(BENCH_VENV)/.deps: bench/requirements.txt
@@ -57,6 +57,7 @@ $(BENCH_VENV)/.deps: bench/requirements.txt
 
 bench: $(VENV)/.run-deps $(BENCH_VENV)/.deps
 	$(BIN)/python bench/probe_fidelity.py
+	$(BIN)/python bench/schedule_lag.py
 
 ## busy-e2e: the browser tests BUSY_RUNS (3) times in a row, every core kept busy; see docs/reliability.md
 BUSY_RUNS ?= 3

@@ -4,6 +4,7 @@ Each response body is a TimedStream: every read with its arrival time, taken bef
 """
 
 import asyncio
+import contextvars
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -13,6 +14,12 @@ import httpx2
 from probes.connection import KERNEL_TIMESTAMPS, Connection, open_plain
 from probes.http11 import NO_RESPONSE, ClosedWithoutResponse
 
+# An open-loop request's due time on the transport's clock (set by the task sending it): the request is prepared
+# ahead, then written at that time rather than when the task happened to run (docs/bench.md, send lag).
+SEND_AT: contextvars.ContextVar[float | None] = contextvars.ContextVar("probe_send_at", default=None)
+# asyncio's timers wake up to 1 ms late (epoll waits in whole milliseconds): the last SPIN_S before a due time is
+# waited in event-loop turns instead (reads go on meanwhile).
+SPIN_S = 0.0015
 TIMED_STREAM = "probe_timed_stream"  # response.extensions key of the TimedStream
 WARM_SETTLE_S = 0.02  # after opening connections ahead of a level, for the server to accept them
 # A request is sent again only when its connection was already closed as it was written: it never reached a live
@@ -133,6 +140,15 @@ class TimedStream(httpx2.AsyncByteStream):
             self._transport.drop(conn)
 
 
+async def sleep_until(due_s: float, clock: Callable[[], float]) -> None:
+    """Until `due_s` on `clock`: a timer for all but the last SPIN_S, then event-loop turns."""
+    delay_s = due_s - clock()
+    if delay_s > SPIN_S:
+        await asyncio.sleep(delay_s - SPIN_S)
+    while clock() < due_s:
+        await asyncio.sleep(0)
+
+
 class LeanTransport(httpx2.AsyncBaseTransport):
     """HTTP/1.1 with keep-alive on asyncio protocols; no pool limit (the runner bounds requests in flight).
 
@@ -164,6 +180,9 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         connect_s = request.extensions.get("timeout", {}).get("connect")
         head_request = request.method == "HEAD"
         conn = self._take_idle(key) or await self._connect(key, connect_s)
+        due_s = SEND_AT.get()
+        if due_s is not None:
+            await sleep_until(due_s, self._clock)
         try:
             await self._exchange(conn, payload, head_request)
         except _StaleConnection:  # closed as we wrote: it never reached a live server; once more, on a new connection

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from db import make_engine
+from db.runs import get_run, list_runs
 from probes.__main__ import main
 from probes.cli import EXIT_OK, EXIT_USAGE
 from probes.config import WorkloadKind
@@ -144,3 +146,33 @@ def test_cancelling_a_replay_keeps_what_finished(fake: FakeServer, tmp_path: Pat
     assert result.status == RunStatus.CANCELLED
     assert [s.trace_line for s in result.samples] == [1]
     assert len(result.levels) == 1 and result.levels[0].schedule_lag_ms is not None
+
+
+def test_the_uncalibrated_note_is_kept_with_the_stored_run(fake: FakeServer, tmp_path: Path, database_url: str) -> None:
+    trace = mooncake(tmp_path / "trace.jsonl", offsets_ms=(0, 10))
+    code, _, err = cli(
+        *("--base-url", fake.base_url, "--model", "fake:usage=false", "--workload", "trace", "--trace", str(trace)),
+        "--quiet",
+    )
+    assert code == EXIT_OK, err
+    engine = make_engine(database_url)
+    (row,) = list_runs(engine)
+    stored = get_run(engine, row.id)
+    assert stored is not None and any("uncalibrated" in note for note in stored.notes)
+
+
+def test_outputs_longer_than_max_tokens_come_whole_when_the_trace_asks_for_them(
+    fake: FakeServer, tmp_path: Path
+) -> None:
+    """The trace's output length is each request's max_tokens: the overlength guard counts from it, not the run's."""
+    trace = tmp_path / "long.csv"
+    trace.write_text("timestamp_s,input_tokens,output_tokens\n0,20,40\n0.01,20,60\n", encoding="utf-8")
+    output = tmp_path / "run.json"
+    code, _, err = cli(
+        *("--base-url", fake.base_url, "--model", "fake:tokens=60", "--workload", "trace", "--trace", str(trace)),
+        *("--max-tokens", "8", "--overlength-extra-tokens", "2", "--no-db", "--quiet", "--output", str(output)),
+    )
+    assert code == EXIT_OK, err
+    data = json.loads(output.read_text())
+    assert sorted(s["output_tokens"] for s in data["samples"]) == [40, 60]
+    assert all(s["error_kind"] is None for s in data["samples"])
