@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test lint screenshots system-deps clean
+.PHONY: run test lint screenshots system-deps clean i18n
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ test: $(VENV)/.dev-deps system-deps
 ## screenshots: refresh the README's screenshots from the browser tests
 screenshots: $(VENV)/.dev-deps system-deps
 	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -m e2e -q
+
+## i18n: extract the marked strings, update the Chinese catalogs (i18n/locale/zh) and compile them; see README
+i18n: $(VENV)/.run-deps
+	$(BIN)/python -m i18n.catalogs update
+	$(BIN)/python -m i18n.catalogs check
 
 ## lint: ruff (lint and format) and mypy, the checks make test runs before the tests
 lint: $(VENV)/.dev-deps

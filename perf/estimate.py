@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from catalog import Gpu, GpuLookupError, find_gpu
+from i18n import N_
 from perf.calibrate import Correction, correction
 from perf.coefficients import NEW_ARCH, band_key, load_coefficients, theta_for
 from perf.errors import NoEstimateError, PerfError
@@ -13,7 +14,18 @@ from perf.hardware import model_facts
 from perf.inputs import ENGINE_FAMILIES, PerfRequest, Slo
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
 from perf.replica import kv_capacity_tokens, replica_engine
-from perf.result import Band, Basis, Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Percentiles
+from perf.result import (
+    CALIBRATING_GROUP,
+    Band,
+    Basis,
+    Calibration,
+    Estimate,
+    Layout,
+    LevelEstimate,
+    MeasuredLevel,
+    Percentiles,
+    Wording,
+)
 from perf.simulate import Engine, Workload
 from selector import Advice, AdviceRequest, SelectorError, advise, find_model
 from selector.models import ModelSpec
@@ -112,28 +124,38 @@ def _published_calibration(points: Sequence[Point]) -> Calibration | None:
     )
 
 
+def _calibrated_by(runs: Sequence[str], published: Sequence[Point]) -> Wording | str:
+    """What calibrated an estimate: its probe runs, the published measurements, or both."""
+    named: list[Wording] = []
+    if runs:
+        run_list = (("runs", ", ".join(runs)),)
+        named.append(
+            Wording(template=N_("probe runs {runs}") if len(runs) > 1 else N_("probe run {runs}"), values=run_list)
+        )
+    if published:
+        rows = "; ".join(sorted({p.row_id for p in published}))
+        named.append(Wording(template=N_("published measurements ({rows})"), values=(("rows", rows),)))
+    if len(named) == 2:
+        return Wording(template=N_("{first} and {second}"), values=(("first", named[0]), ("second", named[1])))
+    return named[0] if named else ""
+
+
 def _band_and_basis(
     gpu: Gpu, engine: str, family: str, fix: Correction | None, published: Sequence[Point]
 ) -> tuple[Band, Basis]:
     coefficients = load_coefficients()
     if fix is not None:
         runs = [i for i in fix.run_ids if i]
-        named = []
-        if runs:
-            named.append("probe run" + ("s " if len(runs) > 1 else " ") + ", ".join(runs))
-        if published:
-            named.append("published measurements (" + "; ".join(sorted({p.row_id for p in published})) + ")")
-        text = (
-            f"calibrated by {' and '.join(named)}: {fix.levels} measured level(s) scale the fitted step time by "
-            f"{fix.step_scale:.2f}"
+        wording = Wording(
+            template=N_("calibrated by {sources}: {levels} measured level(s) scale the fitted step time by {scale}"),
+            values=(
+                ("sources", _calibrated_by(runs, published)),
+                ("levels", str(fix.levels)),
+                ("scale", f"{fix.step_scale:.2f}"),
+            ),
         )
-        band = Band(
-            low_ratio=fix.low_ratio,
-            high_ratio=fix.high_ratio,
-            group="residuals of the calibrating levels",
-            groups=fix.levels,
-        )
-        return band, Basis(kind="calibrated", text=text, run_ids=tuple(runs))
+        band = Band(low_ratio=fix.low_ratio, high_ratio=fix.high_ratio, group=CALIBRATING_GROUP, groups=fix.levels)
+        return band, Basis(kind="calibrated", text=wording.worded(), run_ids=tuple(runs), wording=wording)
     fitted_pairs = coefficients.fitted_groups.get(engine, [])
     arch_key = band_key(engine, gpu.arch)
     on_this_arch = arch_key in coefficients.bands
@@ -150,18 +172,30 @@ def _band_and_basis(
         group = keys[-1]
         stats = coefficients.bands[group]
     band = Band(low_ratio=stats.low_ratio, high_ratio=stats.high_ratio, group=group, groups=stats.groups)
-    source = "its own" if family == engine else "the pooled (vLLM, SGLang, TensorRT-LLM)"
+    source = Wording(template=N_("its own") if family == engine else N_("the pooled (vLLM, SGLang, TensorRT-LLM)"))
     if on_this_arch:
-        text = (
-            f"fitted: {source} coefficients from {coefficients.families[family].points} public measurements; "
-            f"{engine} on {gpu.arch} GPUs is in the fit set ({len(fitted_pairs)} model/GPU pairs for {engine})"
+        wording = Wording(
+            template=N_(
+                "fitted: {source} coefficients from {points} public measurements; {engine} on {arch} GPUs is in the "
+                "fit set ({pairs} model/GPU pairs for {engine})"
+            ),
+            values=(
+                ("source", source),
+                ("points", str(coefficients.families[family].points)),
+                ("engine", engine),
+                ("arch", str(gpu.arch)),
+                ("pairs", str(len(fitted_pairs))),
+            ),
         )
-        return band, Basis(kind="fitted", text=text)
-    text = (
-        f"datasheet: no public measurement of {engine} on {gpu.arch} GPUs; {gpu.name}'s datasheet bandwidth and "
-        f"tensor rates with {source} coefficients fitted on other GPUs"
+        return band, Basis(kind="fitted", text=wording.worded(), wording=wording)
+    wording = Wording(
+        template=N_(
+            "datasheet: no public measurement of {engine} on {arch} GPUs; {gpu}'s datasheet bandwidth and tensor "
+            "rates with {source} coefficients fitted on other GPUs"
+        ),
+        values=(("engine", engine), ("arch", str(gpu.arch)), ("gpu", gpu.name), ("source", source)),
     )
-    return band, Basis(kind="datasheet", text=text)
+    return band, Basis(kind="datasheet", text=wording.worded(), wording=wording)
 
 
 def _scaled(engine: Engine, scale: float) -> Engine:
@@ -278,8 +312,15 @@ def _estimate(request: PerfRequest, calibrations: tuple[Calibration, ...]) -> Es
     best_rate = search_rate(rate_at, best.req_s) if request.request_rates_rps or request.find_max_rate else None
     band, basis = _band_and_basis(gpu, request.engine, family, fix, published)
     notes = list(advice.warnings)
+    own_notes: list[Wording] = []
     if family != request.engine:
-        notes.append(f"no public measurements of {request.engine}: its step time uses the pooled coefficients")
+        own_notes.append(
+            Wording(
+                template=N_("no public measurements of {engine}: its step time uses the pooled coefficients"),
+                values=(("engine", request.engine),),
+            )
+        )
+    notes += [w.worded() for w in own_notes]
     return Estimate(
         request=request,
         gpu_id=gpu.id,
@@ -309,4 +350,5 @@ def _estimate(request: PerfRequest, calibrations: tuple[Calibration, ...]) -> Es
         band=band,
         basis=basis,
         notes=tuple(notes),
+        note_wordings=tuple(own_notes),
     )

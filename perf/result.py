@@ -1,12 +1,33 @@
 """What a performance estimate returns: per-level latencies and throughput, the SLO operating point, band and basis."""
 
-from typing import Literal
+from typing import Literal, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from i18n import N_, Translate, identity
 from perf.inputs import PerfRequest
 
 BasisKind = Literal["datasheet", "fitted", "calibrated"]
+BASIS_KINDS: dict[str, str] = {"datasheet": N_("datasheet"), "fitted": N_("fitted"), "calibrated": N_("calibrated")}
+CALIBRATING_GROUP = N_("residuals of the calibrating levels")
+_GROUP_WORDS = {"all": N_("all"), "new-architecture": N_("new-architecture")}  # the words of a band's key
+
+
+class Wording(BaseModel):
+    """A text a page can word in its language: an English template marked with N_ and its named values.
+
+    A value is a plain string (a name, a number) or itself a Wording, worded in the same language.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    template: str
+    values: tuple[tuple[str, Union[str, "Wording"]], ...] = ()
+
+    def worded(self, tr: Translate = identity) -> str:
+        """The text in the language of `tr` (English by default)."""
+        values = {k: v.worded(tr) if isinstance(v, Wording) else v for k, v in self.values}
+        return tr(self.template).format(**values)
 
 
 class Percentiles(BaseModel):
@@ -49,6 +70,12 @@ class Band(BaseModel):
     group: str
     groups: int
 
+    def group_text(self, tr: Translate = identity) -> str:
+        """`group` in the language of `tr` ('vllm|hopper', 'new-architecture|all', the calibrating levels)."""
+        if self.group == CALIBRATING_GROUP:
+            return tr(CALIBRATING_GROUP)
+        return "|".join(tr(_GROUP_WORDS[part]) if part in _GROUP_WORDS else part for part in self.group.split("|"))
+
 
 class Basis(BaseModel):
     """What an estimate rests on: datasheet figures only, coefficients fitted on public data, or a probe run."""
@@ -58,6 +85,15 @@ class Basis(BaseModel):
     kind: BasisKind
     text: str
     run_ids: tuple[str, ...] = ()  # the probe runs that calibrated it
+    wording: Wording | None = Field(default=None, exclude=True)  # `text` for pages in other languages (not in JSON)
+
+    def kind_text(self, tr: Translate = identity) -> str:
+        """`kind` in the language of `tr`."""
+        return tr(BASIS_KINDS[self.kind])
+
+    def worded(self, tr: Translate = identity) -> str:
+        """`text` in the language of `tr`."""
+        return self.text if self.wording is None else self.wording.worded(tr)
 
 
 class Layout(BaseModel):
@@ -99,6 +135,12 @@ class Estimate(BaseModel):
     band: Band
     basis: Basis
     notes: tuple[str, ...] = ()
+    note_wordings: tuple[Wording, ...] = Field(default=(), exclude=True)  # perf's own notes, for other languages
+
+    def worded_notes(self, tr: Translate = identity) -> tuple[str, ...]:
+        """`notes` with perf's own in the language of `tr` (the advisor's warnings as they are)."""
+        own = {w.worded(): w for w in self.note_wordings}
+        return tuple(own[n].worded(tr) if n in own else n for n in self.notes)
 
     def to_json_dict(self) -> dict[str, object]:
         """The CLI's --json object (the keys are a contract)."""

@@ -3,6 +3,7 @@
 from pydantic import BaseModel, ConfigDict
 
 from catalog import load_handbook
+from i18n import Translate, identity
 from probes.models import RunResult
 
 
@@ -35,17 +36,28 @@ def scaling(result: RunResult) -> Scaling | None:
     )
 
 
-def scaling_sentence(result: RunResult) -> str | None:
+def scaling_sentence(result: RunResult, tr: Translate = identity) -> str | None:
     """One sentence: this run's scaling beside the handbook's benchmark, or None."""
     found = scaling(result)
     if found is None:
         return None
     seed = load_handbook().seed_benchmark
-    return (
-        f"Throughput grew {found.factor:.1f}× from concurrency {found.low_concurrency} "
-        f"({found.low_output_tok_s:,.0f} tok/s) to {found.high_concurrency} ({found.high_output_tok_s:,.0f} tok/s). "
-        f"The handbook's baseline: {seed.engine} with {seed.model} on an A800 reached {seed.output_tok_s:g} tok/s "
-        f"at concurrency {seed.concurrency} ({seed.speedup_vs_concurrency_1:g}× concurrency 1, TPOT "
-        f"{seed.tpot_ms:g} ms), against about {seed.transformers_generate_tok_s:g} tok/s for plain transformers "
-        "generate()."
+    return tr(
+        "Throughput grew {factor}× from concurrency {low} ({low_tok_s} tok/s) to {high} ({high_tok_s} tok/s). "
+        "The handbook's baseline: {engine} with {model} on an A800 reached {seed_tok_s} tok/s at concurrency "
+        "{seed_concurrency} ({speedup}× concurrency 1, TPOT {tpot} ms), against about {plain_tok_s} tok/s for plain "
+        "transformers generate()."
+    ).format(
+        factor=f"{found.factor:.1f}",
+        low=found.low_concurrency,
+        low_tok_s=f"{found.low_output_tok_s:,.0f}",
+        high=found.high_concurrency,
+        high_tok_s=f"{found.high_output_tok_s:,.0f}",
+        engine=seed.engine,
+        model=seed.model,
+        seed_tok_s=f"{seed.output_tok_s:g}",
+        seed_concurrency=seed.concurrency,
+        speedup=f"{seed.speedup_vs_concurrency_1:g}",
+        tpot=f"{seed.tpot_ms:g}",
+        plain_tok_s=f"{seed.transformers_generate_tok_s:g}",
     )

@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer, field_validator
 
 from catalog.handbook import load_handbook
+from i18n import Translate, identity
 from probes.deployment import Deployment
 from probes.errors import ProbeSettingsError
 from probes.safety import host_refusal, parse_allowed_hosts
@@ -221,27 +222,43 @@ class RunSettings(BaseModel):
     @property
     def load_text(self) -> str:
         """The load the run sends, in words (the command line's start line, the run lists)."""
+        return self.load_words()
+
+    def load_words(self, tr: Translate = identity) -> str:
+        """load_text worded by tr (the pages' language; English by default)."""
         if self.trace_mode:
-            window = f"from {self.trace_start_s:g} s" + (
-                f" for {self.trace_duration_s:g} s" if self.trace_duration_s is not None else ""
+            start = f"{self.trace_start_s:g}"
+            if self.trace_duration_s is not None:
+                window = tr("from {start} s for {duration} s").format(
+                    start=start, duration=f"{self.trace_duration_s:g}"
+                )
+            else:
+                window = tr("from {start} s").format(start=start)
+            limit = (
+                tr(", at most {count} requests").format(count=self.trace_limit) if self.trace_limit is not None else ""
             )
-            limit = f", at most {self.trace_limit} requests" if self.trace_limit is not None else ""
-            return f"replaying trace {self.trace} {window}{limit} at {self.trace_speed:g}x speed"
+            return tr("replaying trace {trace} {window}{limit} at {speed}x speed").format(
+                trace=self.trace, window=window, limit=limit, speed=f"{self.trace_speed:g}"
+            )
         if self.sessions_mode:
-            source = self.conversations_file or f"synthetic {self.session_variant.value}"
-            return (
-                f"{self.sessions} sessions of at most {self.turns} turns ({source}), {self.think_time_s:g} s think time"
+            source = self.conversations_file or tr("synthetic {variant}").format(variant=self.session_variant.value)
+            return tr("{sessions} sessions of at most {turns} turns ({source}), {think} s think time").format(
+                sessions=self.sessions, turns=self.turns, source=source, think=f"{self.think_time_s:g}"
             )
         if self.find_max_rate:
-            load = (
-                f"searching the highest request rate within the SLO from {self.search_start_rps:g} req/s "
-                f"(at most {self.search_max_levels} levels, {self.search_max_duration_s:g} s)"
+            load = tr(
+                "searching the highest request rate within the SLO from {start} req/s (at most {levels} levels, "
+                "{budget} s)"
+            ).format(
+                start=f"{self.search_start_rps:g}",
+                levels=self.search_max_levels,
+                budget=f"{self.search_max_duration_s:g}",
             )
         elif self.request_rate_rps:
-            load = f"request rates {[float(r) for r in self.request_rate_rps]} req/s"
+            load = tr("request rates {rates} req/s").format(rates=[float(r) for r in self.request_rate_rps])
         else:
-            load = f"levels {list(self.concurrency)}"
-        return f"{load}, {self.requests_per_level} requests each"
+            load = tr("levels {levels}").format(levels=list(self.concurrency))
+        return tr("{load}, {count} requests each").format(load=load, count=self.requests_per_level)
 
     def rate_of_level(self, index: int) -> float | None:
         """The request rate of a sweep's level (None: closed loop, or a search, whose levels store their own)."""

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from catalog.gpus import GpuLookupError, find_gpu, load_gpus
 from catalog.matching import normalize
+from i18n import N_, Translate, identity
 from selector.engines import find_engine, load_engines
 from selector.errors import NameLookupError
 from selector.models import find_model, load_models
@@ -36,38 +37,44 @@ class Deployment(BaseModel):
 
     gpu: str | None = Field(
         default=None,
-        title="GPU type",
-        description="The GPU the server runs on, a catalog GPU by id or name (H100, a800-80gb-sxm, 4090).",
-        json_schema_extra={OPTION: "gpu", ALLOWED: "a GPU of catalog/data/gpus.csv, by id or name"},
+        title=N_("GPU type"),
+        description=N_("The GPU the server runs on, a catalog GPU by id or name (H100, a800-80gb-sxm, 4090)."),
+        json_schema_extra={OPTION: "gpu", ALLOWED: N_("a GPU of catalog/data/gpus.csv, by id or name")},
     )
     gpu_count: int | None = Field(
         default=None,
         ge=1,
         le=MAX_GPU_COUNT,
-        title="GPU count",
-        description="How many GPUs serve the endpoint in total (tensor × pipeline × data parallel, all replicas).",
+        title=N_("GPU count"),
+        description=N_("How many GPUs serve the endpoint in total (tensor × pipeline × data parallel, all replicas)."),
         json_schema_extra={OPTION: "gpu_count"},
     )
     model: str | None = Field(
         default=None,
-        title="Deployed model",
-        description="The model as the catalog knows it (llama3.1-8b, Qwen/Qwen2.5-7B-Instruct), not the served "
-        "name. When not given: read from /v1/models if it names one catalog model.",
-        json_schema_extra={OPTION: "deploy_model", ALLOWED: "a model of selector/data/models.csv, by id or name"},
+        title=N_("Deployed model"),
+        description=N_(
+            "The model as the catalog knows it (llama3.1-8b, Qwen/Qwen2.5-7B-Instruct), not the served "
+            "name. When not given: read from /v1/models if it names one catalog model."
+        ),
+        json_schema_extra={OPTION: "deploy_model", ALLOWED: N_("a model of selector/data/models.csv, by id or name")},
     )
     engine: str | None = Field(
         default=None,
-        title="Engine",
-        description="The inference engine (vllm, sglang, tensorrt-llm, lmdeploy, …). When not given: read from "
-        "the server's metric names (vllm:, sglang:, …) or its /v1/models owner.",
-        json_schema_extra={OPTION: "engine", ALLOWED: "an engine of selector/data/engines.csv, by id or name"},
+        title=N_("Engine"),
+        description=N_(
+            "The inference engine (vllm, sglang, tensorrt-llm, lmdeploy, …). When not given: read from "
+            "the server's metric names (vllm:, sglang:, …) or its /v1/models owner."
+        ),
+        json_schema_extra={OPTION: "engine", ALLOWED: N_("an engine of selector/data/engines.csv, by id or name")},
     )
     quant: str | None = Field(
         default=None,
-        title="Quantization",
-        description="The weights' quantization (bf16, fp8, awq, gptq, w8a8-int8, nvfp4, mxfp4, …). When not "
-        "given: read from /v1/models if the served checkpoint is a quantized one the catalog lists.",
-        json_schema_extra={OPTION: "quant", ALLOWED: "a method of selector/data/quantization.csv, by id or name"},
+        title=N_("Quantization"),
+        description=N_(
+            "The weights' quantization (bf16, fp8, awq, gptq, w8a8-int8, nvfp4, mxfp4, …). When not "
+            "given: read from /v1/models if the served checkpoint is a quantized one the catalog lists."
+        ),
+        json_schema_extra={OPTION: "quant", ALLOWED: N_("a method of selector/data/quantization.csv, by id or name")},
     )
     source: dict[str, str] = Field(
         default_factory=dict,
@@ -153,7 +160,11 @@ def display_names() -> dict[str, dict[str, str]]:
     }
 
 
-def deployment_text(deployment: Deployment) -> str:
+# How deployment_text names a field ('gpu unknown', 'engine from metrics'), marked for the page's translation.
+FIELD_WORDS = {"gpu": N_("gpu"), "model": N_("model"), "engine": N_("engine"), "quant": N_("quant")}
+
+
+def deployment_text(deployment: Deployment, tr: Translate = identity) -> str:
     """The deployment in one line ('2 × H100 80GB SXM · Llama-3.1-8B-Instruct · vLLM · FP8 W8A8'); '' when unknown.
 
     Detected fields say where from; unknown ones are named as such.
@@ -162,11 +173,19 @@ def deployment_text(deployment: Deployment) -> str:
         return ""
     names = display_names()
 
+    def word(field: str) -> str:
+        return tr(FIELD_WORDS.get(field, field))
+
     def shown(field: str) -> str:
         value = getattr(deployment, field)
-        return names[field].get(value, value) if value is not None else f"{field} unknown"
+        return names[field].get(value, value) if value is not None else tr("{field} unknown").format(field=word(field))
 
     gpus = shown("gpu") if deployment.gpu_count is None else f"{deployment.gpu_count} × {shown('gpu')}"
     parts = [gpus, shown("model"), shown("engine"), shown("quant")]
-    told = ", ".join(f"{field} from {where}" for field, where in sorted(deployment.source.items()))
-    return " · ".join(parts) + (f" (detected: {told})" if told else "")
+    told = ", ".join(
+        tr("{field} from {where}").format(field=word(field), where=where)
+        for field, where in sorted(deployment.source.items())
+    )
+    if not told:
+        return " · ".join(parts)
+    return tr("{deployment} (detected: {fields})").format(deployment=" · ".join(parts), fields=told)

@@ -10,11 +10,21 @@ import httpx2
 import openai
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from i18n import Translate, identity
 from probes.client import classify_error, close_quietly, make_client, make_http, send_request
 from probes.config import ApiKind, RunSettings, Timeouts, redact_url
 from probes.errors import EndpointResponseError, EndpointUnreachableError, ProbeSettingsError
 from probes.models import CONNECTION_KINDS
 from probes.safety import host_refusal, parse_allowed_hosts
+from probes.wording import (
+    CANNOT_CONNECT,
+    CONNECT_TIMEOUT,
+    MODELS_HTTP,
+    MODELS_HTTP_AUTH,
+    MODELS_LATE,
+    NOT_A_MODEL_LIST,
+    note_text,
+)
 from probes.workloads import Prompt
 from settings import get_settings
 
@@ -76,22 +86,22 @@ async def list_models(
         page = await asyncio.wait_for(client.models.list(), settings.timeouts.ttft_s)
         return sorted(m.id for m in page.data)
     except openai.APIStatusError as exc:
-        raise EndpointResponseError(
-            f"{settings.endpoint} answered HTTP {exc.status_code} to /models"
-            + (" (check the API key)" if exc.status_code in (401, 403) else "")
-        ) from None
+        template = MODELS_HTTP_AUTH if exc.status_code in (401, 403) else MODELS_HTTP
+        raise EndpointResponseError(template.format(endpoint=settings.endpoint, status=exc.status_code)) from None
     except (TimeoutError, openai.APITimeoutError) as exc:
         kind, _ = classify_error(exc)
         if kind in CONNECTION_KINDS and not isinstance(exc, TimeoutError):
-            raise EndpointUnreachableError(f"cannot connect to {settings.endpoint}: connect timeout") from None
-        raise EndpointResponseError(f"{settings.endpoint} did not answer /models in time") from None
+            raise EndpointUnreachableError(
+                CANNOT_CONNECT.format(endpoint=settings.endpoint, reason=CONNECT_TIMEOUT)
+            ) from None
+        raise EndpointResponseError(MODELS_LATE.format(endpoint=settings.endpoint)) from None
     except (openai.APIConnectionError, httpx2.HTTPError, OSError) as exc:
         kind, message = classify_error(exc)
         if kind in CONNECTION_KINDS:
-            raise EndpointUnreachableError(f"cannot connect to {settings.endpoint}: {message}") from None
+            raise EndpointUnreachableError(CANNOT_CONNECT.format(endpoint=settings.endpoint, reason=message)) from None
         raise EndpointResponseError(f"{settings.endpoint}: {message}") from None
     except (openai.APIResponseValidationError, ValueError, TypeError) as exc:
-        raise EndpointResponseError(f"{settings.endpoint} /models is not an OpenAI model list: {exc}") from None
+        raise EndpointResponseError(NOT_A_MODEL_LIST.format(endpoint=settings.endpoint, error=exc)) from None
     finally:
         await close_quietly(client)
 
@@ -104,8 +114,12 @@ async def check_connection(
     api: ApiKind = ApiKind.CHAT,
     timeouts: Timeouts | None = None,
     transport: httpx2.AsyncBaseTransport | None = None,
+    tr: Translate = identity,
 ) -> ConnectionReport:
-    """List the models and, with a model, send one streamed 1-token request; never raises for a bad endpoint."""
+    """List the models and, with a model, send one streamed 1-token request; never raises for a bad endpoint.
+
+    The report's message is worded by tr (English by default: the CLI prints it).
+    """
     endpoint = redact_url(base_url)
     models: list[str] | None = None
     models_ms: float | None = None
@@ -115,21 +129,25 @@ async def check_connection(
         models = await list_models(base_url, api_key, timeouts=timeouts, transport=transport)
         models_ms = (time.perf_counter() - start) * 1000
     except EndpointUnreachableError as exc:
-        return ConnectionReport(ok=False, endpoint=endpoint, message=str(exc))
+        return ConnectionReport(ok=False, endpoint=endpoint, message=note_text(str(exc), tr))
     except EndpointResponseError as exc:
-        notes.append(f"no model list ({exc})")
+        notes.append(tr("no model list ({reason})").format(reason=note_text(str(exc), tr)))
     if not model:
         ok = models is not None
-        message = f"reachable; {len(models)} model(s) served" if models is not None else "; ".join(notes)
+        message = (
+            tr("reachable; {count} model(s) served").format(count=len(models))
+            if models is not None
+            else "; ".join(notes)
+        )
         return ConnectionReport(ok=ok, endpoint=endpoint, message=message, models=models, models_ms=models_ms)
     if models is not None and model not in models:
-        shown = ", ".join(models[:10]) or "none"
+        shown = ", ".join(models[:10]) or tr("none")
         return ConnectionReport(
             ok=False,
             endpoint=endpoint,
             models=models,
             models_ms=models_ms,
-            message=f"model {model!r} is not served here; served: {shown}",
+            message=tr("model {model} is not served here; served: {served}").format(model=repr(model), served=shown),
         )
     settings = _settings(base_url, api_key, model, timeouts, api)
     http = make_http(settings, 1, transport)
@@ -141,7 +159,11 @@ async def check_connection(
     finally:
         await close_quietly(client)
     if sample.ok:
-        message = f"OK: first token after {sample.ttft_ms:.0f} ms" if sample.ttft_ms is not None else "OK"
+        message = (
+            tr("OK: first token after {ttft} ms").format(ttft=f"{sample.ttft_ms:.0f}")
+            if sample.ttft_ms is not None
+            else tr("OK")
+        )
         return ConnectionReport(
             ok=True,
             endpoint=endpoint,
@@ -157,7 +179,7 @@ async def check_connection(
         models=models,
         models_ms=models_ms,
         http_status=sample.http_status,
-        message=f"a test request failed ({sample.error_kind}): {sample.error}",
+        message=tr("a test request failed ({kind}): {error}").format(kind=sample.error_kind, error=sample.error),
     )
 
 

@@ -7,7 +7,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from i18n import Translate, identity
 from probes.models import LevelResult, RunResult
+from probes.wording import note_text
 
 _MARGIN = {"l": 10, "r": 10, "t": 60, "b": 10}
 PALETTE = ("#2563eb", "#f97316", "#16a34a", "#dc2626", "#9333ea", "#0891b2", "#ca8a04", "#db2777")
@@ -38,29 +40,34 @@ def _x(level: LevelResult, rate: bool) -> float:
     return level.request_rate_rps or 0.0 if rate else level.concurrency
 
 
+def _at(rate: bool, tr: Translate) -> str:
+    """Where a point sits, for hover texts (plotly fills in %{x})."""
+    return tr("{rate} req/s").format(rate="%{x}") if rate else tr("concurrency {level}").format(level="%{x}")
+
+
 def _levels(result: RunResult, rate: bool = False) -> list[LevelResult]:
     return sorted((lv for lv in result.levels if lv.completed), key=lambda lv: _x(lv, rate))
 
 
-def _load_axis(figure: go.Figure, runs: Sequence[RunResult], **where: int) -> None:
+def _load_axis(figure: go.Figure, runs: Sequence[RunResult], tr: Translate = identity, **where: int) -> None:
     rate = by_rate(runs)
     ticks = sorted({_x(lv, rate) for run in runs for lv in run.levels})
     log = bool(ticks) and ticks[0] > 0 and ticks[-1] / ticks[0] >= 8 and (rate or ticks[0] >= 1)
-    title = "request rate (req/s)" if rate else "concurrency"
+    title = tr("request rate (req/s)") if rate else tr("concurrency")
     figure.update_xaxes(title_text=title, type="log" if log else "linear", tickvals=ticks or None, **where)
 
 
-def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
+def latency_figure(runs: Sequence[RunResult], tr: Translate = identity) -> go.Figure:
     """TTFT and TPOT percentiles against concurrency, with the SLO targets as dashed lines.
 
     One run: p50, p90 and p99. Several runs (compared): p50 solid and p99 dashed, one colour per run.
     """
     single = len(runs) == 1
     percentiles = ("p50", "p90", "p99") if single else ("p50", "p99")
-    titles = ("Time to first token (TTFT)", "Time per output token (TPOT)")
+    titles = (tr("Time to first token (TTFT)"), tr("Time per output token (TPOT)"))
     figure = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
     rate = by_rate(runs)
-    at = "%{x} req/s" if rate else "concurrency %{x}"
+    at = _at(rate, tr)
     for number, run in enumerate(runs):
         levels = _levels(run, rate)
         x = [_x(lv, rate) for lv in levels]
@@ -79,7 +86,10 @@ def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
                     legendgroup=pct if single else f"run{number}",
                     showlegend=col == 1,
                     meta=metric,
-                    hovertemplate=f"{metric.removesuffix('_ms').upper()} {pct}: %{{y:.1f}} ms at {at}<extra></extra>",
+                    hovertemplate=tr("{metric} {percentile}: {value} ms at {load}").format(
+                        metric=metric.removesuffix("_ms").upper(), percentile=pct, value="%{y:.1f}", load=at
+                    )
+                    + "<extra></extra>",
                 )
     if runs:
         slo = runs[0].settings.slo
@@ -93,29 +103,29 @@ def latency_figure(runs: Sequence[RunResult]) -> go.Figure:
                 row=1,
                 col=col,
                 line={"color": SLO_COLOR, "dash": "dash", "width": 1},
-                annotation_text=f"{text} {value:g} ms",
+                annotation_text=tr("{target} {value} ms").format(target=text, value=f"{value:g}"),
                 annotation_position="top left",
                 annotation_font_color=SLO_COLOR,
             )
-    _load_axis(figure, runs)
+    _load_axis(figure, runs, tr)
     figure.update_yaxes(title_text="ms", rangemode="tozero")
     figure.update_layout(
-        title=f"Latency against {'request rate' if rate else 'concurrency'}",
+        title=tr("Latency against request rate") if rate else tr("Latency against concurrency"),
         margin=_MARGIN,
         legend={"orientation": "h", "y": -0.2},
     )
     return figure
 
 
-def throughput_figure(runs: Sequence[RunResult]) -> go.Figure:
+def throughput_figure(runs: Sequence[RunResult], tr: Translate = identity) -> go.Figure:
     """Output tokens/s against concurrency; filled markers met the SLO, a star marks the highest within SLO."""
     figure = go.Figure()
     rate = by_rate(runs)
-    at = "%{x} req/s" if rate else "concurrency %{x}"
+    at = _at(rate, tr)
     for number, run in enumerate(runs):
         levels = _levels(run, rate)
         color = PALETTE[number % len(PALETTE)]
-        name = "output tok/s" if len(runs) == 1 else plot_text(run_label(run))
+        name = tr("output tok/s") if len(runs) == 1 else plot_text(run_label(run))
         figure.add_scatter(
             x=[_x(lv, rate) for lv in levels],
             y=[lv.output_tok_s for lv in levels],
@@ -124,9 +134,11 @@ def throughput_figure(runs: Sequence[RunResult]) -> go.Figure:
             line={"color": color},
             legendgroup=f"run{number}",
             marker={"size": 10, "symbol": ["circle" if lv.slo.met else "circle-open" for lv in levels]},
-            customdata=[[lv.req_s or 0.0, "met" if lv.slo.met else "missed"] for lv in levels],
-            hovertemplate=f"%{{y:,.1f}} output tok/s at {at}<br>%{{customdata[0]:.2f}} req/s served, "
-            "SLO %{customdata[1]}<extra></extra>",
+            customdata=[[lv.req_s or 0.0, tr("met") if lv.slo.met else tr("missed")] for lv in levels],
+            hovertemplate=tr("{tok_s} output tok/s at {load}<br>{req_s} req/s served, SLO {met}").format(
+                tok_s="%{y:,.1f}", load=at, req_s="%{customdata[0]:.2f}", met="%{customdata[1]}"
+            )
+            + "<extra></extra>",
         )
         if rate:
             best = next((lv for lv in levels if lv.request_rate_rps == run.best_request_rate_within_slo_rps), None)
@@ -139,20 +151,23 @@ def throughput_figure(runs: Sequence[RunResult]) -> go.Figure:
                 mode="markers",
                 legendgroup=f"run{number}",
                 marker={"symbol": "star", "size": 18, "color": color, "line": {"width": 1, "color": "white"}},
-                name="highest within SLO" if len(runs) == 1 else f"{name}: highest within SLO",
-                hovertemplate=f"highest {'rate' if rate else 'concurrency'} within SLO: %{{x}}<extra></extra>",
+                name=tr("highest within SLO") if len(runs) == 1 else tr("{run}: highest within SLO").format(run=name),
+                hovertemplate=(
+                    tr("highest rate within SLO: {x}") if rate else tr("highest concurrency within SLO: {x}")
+                ).format(x="%{x}")
+                + "<extra></extra>",
             )
-    _load_axis(figure, runs)
-    figure.update_yaxes(title_text="output tokens/s", rangemode="tozero")
+    _load_axis(figure, runs, tr)
+    figure.update_yaxes(title_text=tr("output tokens/s"), rangemode="tozero")
     figure.update_layout(
-        title=f"Throughput against {'request rate' if rate else 'concurrency'}",
+        title=tr("Throughput against request rate") if rate else tr("Throughput against concurrency"),
         margin=_MARGIN,
         legend={"orientation": "h", "y": -0.2},
     )
     return figure
 
 
-def timeline_figure(result: RunResult) -> go.Figure:
+def timeline_figure(result: RunResult, tr: Translate = identity) -> go.Figure:
     """A trace replay over time: each request at its send time (s from the level's start), its TTFT and E2E (ms).
 
     Failed requests are marked on the x axis.
@@ -171,30 +186,35 @@ def timeline_figure(result: RunResult) -> go.Figure:
             name=name,
             marker={"size": 5, "color": color},
             customdata=[[s.trace_line if s.trace_line is not None else "—"] for s in done],
-            hovertemplate=f"sent at %{{x:.3f}} s (trace line %{{customdata[0]}})<br>{name} %{{y:,.0f}} ms"
-            "<extra></extra>",
+            hovertemplate=tr("sent at {time} s (trace line {line})<br>{metric} {value} ms").format(
+                time="%{x:.3f}", line="%{customdata[0]}", metric=name, value="%{y:,.0f}"
+            )
+            + "<extra></extra>",
         )
     if failed:
         figure.add_scatter(
             x=[s.start_s for s in failed],
             y=[0.0] * len(failed),
             mode="markers",
-            name="failed",
+            name=tr("failed"),
             marker={"symbol": "x", "size": 8, "color": SLO_COLOR},
             customdata=[[s.error_kind or "", s.trace_line if s.trace_line is not None else "—"] for s in failed],
-            hovertemplate="sent at %{x:.3f} s (trace line %{customdata[1]}): %{customdata[0]}<extra></extra>",
+            hovertemplate=tr("sent at {time} s (trace line {line}): {error}").format(
+                time="%{x:.3f}", line="%{customdata[1]}", error="%{customdata[0]}"
+            )
+            + "<extra></extra>",
         )
-    figure.update_xaxes(title_text="arrival (s from the replay's start)", rangemode="tozero")
+    figure.update_xaxes(title_text=tr("arrival (s from the replay's start)"), rangemode="tozero")
     figure.update_yaxes(title_text="ms", rangemode="tozero")
     figure.update_layout(
-        title="Trace replay: TTFT and E2E of each request over time",
+        title=tr("Trace replay: TTFT and E2E of each request over time"),
         margin=_MARGIN,
         legend={"orientation": "h", "y": -0.2},
     )
     return figure
 
 
-def turns_figure(result: RunResult) -> go.Figure:
+def turns_figure(result: RunResult, tr: Translate = identity) -> go.Figure:
     """Sessions: TTFT p50 and p99 per turn index (bars), and the mean prompt each turn sent (line, right axis)."""
     figure = go.Figure()
     turns = [t for level in result.levels for t in level.turns or []]
@@ -208,41 +228,43 @@ def turns_figure(result: RunResult) -> go.Figure:
             y=values,
             name=name,
             marker_color=color,
-            hovertemplate=f"turn %{{x}}: {name} %{{y:,.0f}} ms<extra></extra>",
+            hovertemplate=tr("turn {turn}: {metric} {value} ms").format(turn="%{x}", metric=name, value="%{y:,.0f}")
+            + "<extra></extra>",
         )
     figure.add_scatter(
         x=x,
         y=[t.input_tokens_mean for t in turns],
-        name="prompt tokens (mean)",
+        name=tr("prompt tokens (mean)"),
         yaxis="y2",
         mode="lines+markers",
         line={"color": PALETTE[2]},
-        hovertemplate="turn %{x}: %{y:,.0f} prompt tokens<extra></extra>",
+        hovertemplate=tr("turn {turn}: {value} prompt tokens").format(turn="%{x}", value="%{y:,.0f}")
+        + "<extra></extra>",
     )
     figure.update_layout(
-        title="Sessions: time to first token by turn, as the history grows",
+        title=tr("Sessions: time to first token by turn, as the history grows"),
         barmode="group",
-        xaxis={"title": "turn", "dtick": 1},
-        yaxis={"title": "TTFT ms", "rangemode": "tozero"},
-        yaxis2={"title": "prompt tokens", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        xaxis={"title": tr("turn"), "dtick": 1},
+        yaxis={"title": tr("TTFT ms"), "rangemode": "tozero"},
+        yaxis2={"title": tr("prompt tokens"), "overlaying": "y", "side": "right", "rangemode": "tozero"},
         margin=_MARGIN,
         legend={"orientation": "h", "y": -0.2},
     )
     return figure
 
 
-def turn_rows(result: RunResult) -> list[dict[str, Any]]:
-    """Sessions: one row per turn index, ready for a table."""
+def turn_rows(result: RunResult, tr: Translate = identity) -> list[dict[str, Any]]:
+    """Sessions: one row per turn index, ready for a table (headers worded by tr)."""
     return [
         {
-            "turn": t.turn,
-            "ok": t.count,
-            "failed": t.failed,
-            "TTFT p50 ms": _num(t.ttft_ms_p50),
-            "TTFT p99 ms": _num(t.ttft_ms_p99),
-            "TPOT p50 ms": _num(t.tpot_ms_p50, 2),
-            "E2E p50 ms": _num(t.e2e_ms_p50),
-            "prompt tokens (mean)": _num(t.input_tokens_mean, 0),
+            tr("turn"): t.turn,
+            tr("ok"): t.count,
+            tr("failed"): t.failed,
+            tr("TTFT p50 ms"): _num(t.ttft_ms_p50),
+            tr("TTFT p99 ms"): _num(t.ttft_ms_p99),
+            tr("TPOT p50 ms"): _num(t.tpot_ms_p50, 2),
+            tr("E2E p50 ms"): _num(t.e2e_ms_p50),
+            tr("prompt tokens (mean)"): _num(t.input_tokens_mean, 0),
         }
         for level in result.levels
         for t in level.turns or []
@@ -253,44 +275,44 @@ def _num(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def level_rows(result: RunResult) -> list[dict[str, Any]]:
-    """One row per level, ready for a table: counts, throughput, latency percentiles, SLO."""
+def level_rows(result: RunResult, tr: Translate = identity) -> list[dict[str, Any]]:
+    """One row per level, ready for a table: counts, throughput, latency percentiles, SLO (headers worded by tr)."""
     rows = []
     for lv in sorted(result.levels, key=lambda lv: lv.index):
         rows.append(
             {
-                "concurrency": lv.concurrency,
-                "request rate req/s": lv.request_rate_rps,
-                "requests": lv.requests,
-                "ok": lv.completed,
-                "failed": lv.failed,
-                "output tok/s": _num(lv.output_tok_s),
-                "req/s": _num(lv.req_s, 2),
-                "TTFT p50 ms": _num(lv.ttft_ms.p50),
-                "TTFT p99 ms": _num(lv.ttft_ms.p99),
-                "TPOT p50 ms": _num(lv.tpot_ms.p50, 2),
-                "TPOT p99 ms": _num(lv.tpot_ms.p99, 2),
-                "E2E p50 ms": _num(lv.e2e_ms.p50),
-                "out tokens/req": _num(lv.output_tokens_per_request),
-                "SLO met": lv.slo.met,
-                "why not": ", ".join(lv.slo.violations),
-                "errors": ", ".join(f"{kind} × {count}" for kind, count in sorted(lv.errors.items())),
+                tr("concurrency"): lv.concurrency,
+                tr("request rate req/s"): lv.request_rate_rps,
+                tr("requests"): lv.requests,
+                tr("ok"): lv.completed,
+                tr("failed"): lv.failed,
+                tr("output tok/s"): _num(lv.output_tok_s),
+                tr("req/s"): _num(lv.req_s, 2),
+                tr("TTFT p50 ms"): _num(lv.ttft_ms.p50),
+                tr("TTFT p99 ms"): _num(lv.ttft_ms.p99),
+                tr("TPOT p50 ms"): _num(lv.tpot_ms.p50, 2),
+                tr("TPOT p99 ms"): _num(lv.tpot_ms.p99, 2),
+                tr("E2E p50 ms"): _num(lv.e2e_ms.p50),
+                tr("out tokens/req"): _num(lv.output_tokens_per_request),
+                tr("SLO met"): lv.slo.met,
+                tr("why not"): ", ".join(note_text(violation, tr) for violation in lv.slo.violations),
+                tr("errors"): ", ".join(f"{kind} × {count}" for kind, count in sorted(lv.errors.items())),
             }
         )
     return rows
 
 
-def compare_rows(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
-    """Runs side by side: one row per run and level."""
+def compare_rows(runs: Sequence[RunResult], tr: Translate = identity) -> list[dict[str, Any]]:
+    """Runs side by side: one row per run and level (headers worded by tr)."""
     rows = []
     for run in runs:
-        for row in level_rows(run):
-            rows.append({"run": run_label(run), **row})
+        for row in level_rows(run, tr):
+            rows.append({tr("run"): run_label(run), **row})
     return rows
 
 
-def error_rows(result: RunResult) -> list[dict[str, Any]]:
-    """Failed requests by level and kind, with the first message of each kind."""
+def error_rows(result: RunResult, tr: Translate = identity) -> list[dict[str, Any]]:
+    """Failed requests by level and kind, with the first message of each kind (headers worded by tr)."""
     found: dict[tuple[int, str], dict[str, Any]] = {}
     for sample in result.samples:
         if sample.error_kind is None or sample.level_index < 0:
@@ -299,11 +321,11 @@ def error_rows(result: RunResult) -> list[dict[str, Any]]:
         row = found.setdefault(
             key,
             {
-                "concurrency": sample.concurrency,
-                "error kind": str(sample.error_kind),
-                "requests": 0,
-                "example": sample.error or "",
+                tr("concurrency"): sample.concurrency,
+                tr("error kind"): str(sample.error_kind),
+                tr("requests"): 0,
+                tr("example"): sample.error or "",
             },
         )
-        row["requests"] += 1
+        row[tr("requests")] += 1
     return [found[k] for k in sorted(found)]

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from probes.config import SloTargets
 from probes.models import ErrorKind, LevelResult, RequestSample, ServerMetrics, SloOutcome, Stats, TokenSource
+from probes.wording import NO_REQUEST_COMPLETED, NO_REQUESTS, TOO_MANY_FAILED
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -52,9 +53,9 @@ def slo_outcome(
     sent = len(samples)
     failed = sum(1 for s in samples if not s.ok)
     if sent == 0:
-        return SloOutcome(met=False, attainment_ratio=None, goodput_req_s=None, violations=["no requests"])
+        return SloOutcome(met=False, attainment_ratio=None, goodput_req_s=None, violations=[NO_REQUESTS])
     if ttft.p50 is None:
-        violations.append("no request completed")
+        violations.append(NO_REQUEST_COMPLETED)
     else:
         if ttft.p50 > slo.ttft_p50_ms:
             violations.append(f"TTFT p50 {ttft.p50:.0f} ms > {slo.ttft_p50_ms:g} ms")
@@ -63,7 +64,7 @@ def slo_outcome(
         if tpot.p50 is not None and tpot.p50 > slo.tpot_p50_ms:
             violations.append(f"TPOT p50 {tpot.p50:.1f} ms > {slo.tpot_p50_ms:g} ms")
     if failed / sent > slo.max_failed_ratio:
-        violations.append(f"{failed} of {sent} requests failed (over {slo.max_failed_ratio:.0%})")
+        violations.append(TOO_MANY_FAILED.format(failed=failed, sent=sent, ratio=f"{slo.max_failed_ratio:.0%}"))
     good = sum(1 for s in samples if request_is_good(s, slo))
     return SloOutcome(
         met=not violations,

@@ -12,6 +12,7 @@ from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 
+from i18n import N_, Translate, identity
 from probes.config import (
     DEFAULT_CONCURRENCY,
     ApiKind,
@@ -80,102 +81,120 @@ class ProbeOptions(BaseModel):
     base_url: str = Field(
         default=DEFAULT_BASE_URL,
         alias="url",
-        title="Endpoint URL",
-        description="The OpenAI-compatible base URL, e.g. http://host:8000/v1 (vLLM, SGLang, LMDeploy, TGI, "
-        "llama.cpp server, Ollama). Credentials in it are never stored.",
+        title=N_("Endpoint URL"),
+        description=N_(
+            "The OpenAI-compatible base URL, e.g. http://host:8000/v1 (vLLM, SGLang, LMDeploy, TGI, "
+            "llama.cpp server, Ollama). Credentials in it are never stored."
+        ),
         max_length=500,
-        json_schema_extra={CLI_REQUIRED: True, ALLOWED: "http(s)://host[:port]/path, up to 500 characters"},
+        json_schema_extra={CLI_REQUIRED: True, ALLOWED: N_("http(s)://host[:port]/path, up to 500 characters")},
     )
     model: str = Field(
-        default="", alias="model", title="Model", description="The model name as the server serves it.", max_length=300
+        default="",
+        alias="model",
+        title=N_("Model"),
+        description=N_("The model name as the server serves it."),
+        max_length=300,
     )
     label: str = Field(
         default=_RUN.label,
         alias="label",
-        title="Run label",
-        description="A name for the run, shown in the run lists.",
+        title=N_("Run label"),
+        description=N_("A name for the run, shown in the run lists."),
         max_length=200,
     )
     api: ApiKind = Field(
         default=_RUN.api,
         alias="api",
-        title="API",
-        description="The OpenAI API called: chat completions or (legacy) completions.",
+        title=N_("API"),
+        description=N_("The OpenAI API called: chat completions or (legacy) completions."),
     )
     workload: WorkloadKind = Field(
         default=_RUN.workload,
         alias="workload",
-        title="Workload",
-        description="The prompts sent: seed, the handbook's eight fixed prompts; synthetic, prompts of a set "
-        "length; shared_prefix, one long system prompt with varied questions (shows prefix caching); code_json, "
-        "code and JSON tasks (predictable output, for speculative decoding); file, your JSONL prompts; trace, replay "
-        "a request trace's arrival times and lengths (one open-loop level); sessions, multi-turn conversations that "
-        "resend their growing history (one level, figures per turn).",
+        title=N_("Workload"),
+        description=N_(
+            "The prompts sent: seed, the handbook's eight fixed prompts; synthetic, prompts of a set "
+            "length; shared_prefix, one long system prompt with varied questions (shows prefix caching); "
+            "code_json, code and JSON tasks (predictable output, for speculative decoding); file, your JSONL "
+            "prompts; trace, replay a request trace's arrival times and lengths (one open-loop level); sessions, "
+            "multi-turn conversations that resend their growing history (one level, figures per turn)."
+        ),
     )
     sessions: int = Field(
         default=_RUN.sessions,
         alias="sessions",
-        title="Sessions (users)",
-        description="Sessions workload: this many users, each holding one conversation, all at once (at most "
-        "PROBE_MAX_CONCURRENCY).",
+        title=N_("Sessions (users)"),
+        description=N_(
+            "Sessions workload: this many users, each holding one conversation, all at once (at most "
+            "PROBE_MAX_CONCURRENCY)."
+        ),
         ge=1,
         le=100_000,
     )
     turns: int = Field(
         default=_RUN.turns,
         alias="turns",
-        title="Turns per session",
-        description="Sessions workload: each conversation's turns; every turn sends the whole history so far (the "
-        "server's earlier answers included) plus a new user message. A conversations file's longer ones are cut.",
+        title=N_("Turns per session"),
+        description=N_(
+            "Sessions workload: each conversation's turns; every turn sends the whole history so far (the "
+            "server's earlier answers included) plus a new user message. A conversations file's longer ones are cut."
+        ),
         ge=1,
         le=1_000,
     )
     think_time_s: float = Field(
         default=_RUN.think_time_s,
         alias="think_time",
-        title="Think time (s)",
-        description="Sessions workload: the wait after an answer before the session's next turn.",
+        title=N_("Think time (s)"),
+        description=N_("Sessions workload: the wait after an answer before the session's next turn."),
         ge=0,
         le=3_600,
     )
     session_variant: SessionVariant = Field(
         default=_RUN.session_variant,
         alias="session_variant",
-        title="Session kind",
-        description="Sessions workload: chat (short system prompt, user messages of about 64 tokens, max tokens "
-        "per answer) or agent (about 2,048 tokens of tool schemas, a tool result of about 512 tokens per turn, "
-        "answers of at most 48 tokens).",
+        title=N_("Session kind"),
+        description=N_(
+            "Sessions workload: chat (short system prompt, user messages of about 64 tokens, max tokens "
+            "per answer) or agent (about 2,048 tokens of tool schemas, a tool result of about 512 tokens per turn, "
+            "answers of at most 48 tokens)."
+        ),
     )
     trace: str | None = Field(
         default=_RUN.trace,
         alias="trace",
-        title="Trace",
-        description="Trace workload: a trace file, or a built-in trace by name: azure-code, azure-conv (Azure LLM "
-        "inference 2023 traces, CC-BY 4.0; Patel et al., Splitwise, ISCA 2024).",
+        title=N_("Trace"),
+        description=N_(
+            "Trace workload: a trace file, or a built-in trace by name: azure-code, azure-conv (Azure LLM "
+            "inference 2023 traces, CC-BY 4.0; Patel et al., Splitwise, ISCA 2024)."
+        ),
         max_length=1000,
     )
     trace_format: TraceFormat | None = Field(
         default=None,
         alias="trace_format",
-        title="Trace format",
-        description="Trace workload: mooncake (JSONL: timestamp ms, input_length, output_length, hash_ids), azure "
-        "(TIMESTAMP, ContextTokens, GeneratedTokens) or csv (timestamp_s, input_tokens, output_tokens); without it, "
-        "told from the file (built-in traces: azure).",
+        title=N_("Trace format"),
+        description=N_(
+            "Trace workload: mooncake (JSONL: timestamp ms, input_length, output_length, hash_ids), azure "
+            "(TIMESTAMP, ContextTokens, GeneratedTokens) or csv (timestamp_s, input_tokens, output_tokens); "
+            "without it, told from the file (built-in traces: azure)."
+        ),
         json_schema_extra={ALLOWED: "mooncake, azure, csv"},
     )
     trace_speed: float = Field(
         default=_RUN.trace_speed,
         alias="trace_speed",
-        title="Trace speed",
-        description="Trace workload: time scaling; 10 replays ten times faster (arrival times divided by it).",
+        title=N_("Trace speed"),
+        description=N_("Trace workload: time scaling; 10 replays ten times faster (arrival times divided by it)."),
         gt=0,
         le=10_000,
     )
     trace_start_s: float = Field(
         default=_RUN.trace_start_s,
         alias="trace_start",
-        title="Trace start (s)",
-        description="Trace workload: skip the requests before this many seconds of the trace.",
+        title=N_("Trace start (s)"),
+        description=N_("Trace workload: skip the requests before this many seconds of the trace."),
         ge=0,
         le=10_000_000,
         json_schema_extra={FLAG: "--trace-start"},
@@ -183,9 +202,10 @@ class ProbeOptions(BaseModel):
     trace_duration_s: float | None = Field(
         default=_RUN.trace_duration_s,
         alias="trace_duration",
-        title="Trace duration (s)",
-        description="Trace workload: replay this many seconds of the trace (trace time) from the start; without it, "
-        "to the end.",
+        title=N_("Trace duration (s)"),
+        description=N_(
+            "Trace workload: replay this many seconds of the trace (trace time) from the start; without it, to the end."
+        ),
         gt=0,
         le=10_000_000,
         json_schema_extra={FLAG: "--trace-duration"},
@@ -193,39 +213,39 @@ class ProbeOptions(BaseModel):
     trace_limit: int | None = Field(
         default=_RUN.trace_limit,
         alias="trace_limit",
-        title="Trace limit (requests)",
-        description="Trace workload: replay at most this many requests of the slice.",
+        title=N_("Trace limit (requests)"),
+        description=N_("Trace workload: replay at most this many requests of the slice."),
         ge=1,
         le=1_000_000,
     )
     input_tokens: int = Field(
         default=_RUN.input_tokens,
         alias="input_tokens",
-        title="Prompt length (tokens)",
-        description="Synthetic workload: the prompt length in tokens (common words).",
+        title=N_("Prompt length (tokens)"),
+        description=N_("Synthetic workload: the prompt length in tokens (common words)."),
         ge=1,
         le=200_000,
     )
     shared_prefix_tokens: int = Field(
         default=_RUN.shared_prefix_tokens,
         alias="prefix_tokens",
-        title="Shared system prompt (tokens)",
-        description="Shared-prefix workload: the length of the system prompt every request shares, in tokens.",
+        title=N_("Shared system prompt (tokens)"),
+        description=N_("Shared-prefix workload: the length of the system prompt every request shares, in tokens."),
         ge=1,
         le=200_000,
     )
     concurrency: tuple[Level, ...] = Field(
         default=DEFAULT_CONCURRENCY,
         alias="levels",
-        title="Concurrency levels",
-        description="Comma-separated, e.g. 1,2,4,8,16; each at most PROBE_MAX_CONCURRENCY.",
-        json_schema_extra={ALLOWED: f"1–{MAX_LEVELS} distinct levels ≥ 1"},
+        title=N_("Concurrency levels"),
+        description=N_("Comma-separated, e.g. 1,2,4,8,16; each at most PROBE_MAX_CONCURRENCY."),
+        json_schema_extra={ALLOWED: N_("1–{max_levels} distinct levels ≥ 1")},
     )
     requests_per_level: int = Field(
         default=_RUN.requests_per_level,
         alias="requests",
-        title="Requests per level",
-        description="Requests sent at each level; the whole run at most PROBE_MAX_REQUESTS_PER_RUN.",
+        title=N_("Requests per level"),
+        description=N_("Requests sent at each level; the whole run at most PROBE_MAX_REQUESTS_PER_RUN."),
         ge=1,
         le=100_000,
         json_schema_extra={FLAG: "--requests"},
@@ -233,16 +253,16 @@ class ProbeOptions(BaseModel):
     max_tokens: int = Field(
         default=_RUN.max_tokens,
         alias="max_tokens",
-        title="Max tokens",
-        description="Output tokens asked per request.",
+        title=N_("Max tokens"),
+        description=N_("Output tokens asked per request."),
         ge=1,
         le=1_000_000,
     )
     warmup_requests: int = Field(
         default=_RUN.warmup_requests,
         alias="warmup",
-        title="Warm-up requests (not counted)",
-        description="Requests sent before the first level and left out of every figure.",
+        title=N_("Warm-up requests (not counted)"),
+        description=N_("Requests sent before the first level and left out of every figure."),
         ge=0,
         le=10_000,
         json_schema_extra={FLAG: "--warmup"},
@@ -250,61 +270,70 @@ class ProbeOptions(BaseModel):
     request_rate_rps: tuple[Rate, ...] = Field(
         default=_RUN.request_rate_rps,
         alias="rate",
-        title="Request rates (req/s)",
-        description="Comma-separated, e.g. 1,2,4,8: one open-loop level per rate, arrivals at that many requests/s "
-        "(Poisson, or gamma with a burstiness), at most max-in-flight at a time; the concurrency levels are then "
-        "not run. Without it, a closed loop at each concurrency level (each finished request is replaced at once). "
-        "With find-max-rate, the first rate is where the search starts.",
-        json_schema_extra={FLAG: "--request-rate", ALLOWED: f"1–{MAX_LEVELS} distinct rates > 0, ≤ {MAX_RATE:.0f}"},
+        title=N_("Request rates (req/s)"),
+        description=N_(
+            "Comma-separated, e.g. 1,2,4,8: one open-loop level per rate, arrivals at that many requests/s "
+            "(Poisson, or gamma with a burstiness), at most max-in-flight at a time; the concurrency levels are then "
+            "not run. Without it, a closed loop at each concurrency level (each finished request is replaced at once). "
+            "With find-max-rate, the first rate is where the search starts."
+        ),
+        json_schema_extra={FLAG: "--request-rate", ALLOWED: N_("1–{max_levels} distinct rates > 0, ≤ {max_rate}")},
     )
     burstiness: float = Field(
         default=_RUN.burstiness,
         alias="burstiness",
-        title="Burstiness",
-        description="Rate levels: gamma arrivals with this burstiness (the squared coefficient of variation of "
-        "the gaps): 1 is Poisson, below 1 more regular, above 1 burstier.",
+        title=N_("Burstiness"),
+        description=N_(
+            "Rate levels: gamma arrivals with this burstiness (the squared coefficient of variation of "
+            "the gaps): 1 is Poisson, below 1 more regular, above 1 burstier."
+        ),
         gt=0,
         le=100,
     )
     max_in_flight: int | None = Field(
         default=_RUN.max_in_flight,
         alias="max_in_flight",
-        title="Max requests in flight",
-        description="Rate levels: at most this many requests in flight (arrivals wait for a free slot), to spare a "
-        "small server; without it, the highest concurrency level. At most PROBE_MAX_CONCURRENCY.",
+        title=N_("Max requests in flight"),
+        description=N_(
+            "Rate levels: at most this many requests in flight (arrivals wait for a free slot), to spare a "
+            "small server; without it, the highest concurrency level. At most PROBE_MAX_CONCURRENCY."
+        ),
         ge=1,
         le=100_000,
     )
     find_max_rate: bool = Field(
         default=_RUN.find_max_rate,
         alias="find_max_rate",
-        title="Find the highest rate within the SLO",
-        description="Search the request rate: from the first rate (else 1 req/s) double until a level misses the "
-        "SLO, then bisect to within 10%; one level per rate measured, bounded by the search's levels and time "
-        "and by PROBE_MAX_REQUESTS_PER_RUN.",
+        title=N_("Find the highest rate within the SLO"),
+        description=N_(
+            "Search the request rate: from the first rate (else 1 req/s) double until a level misses the "
+            "SLO, then bisect to within 10%; one level per rate measured, bounded by the search's levels and time "
+            "and by PROBE_MAX_REQUESTS_PER_RUN."
+        ),
     )
     search_max_levels: int = Field(
         default=_RUN.search_max_levels,
         alias="search_max_levels",
-        title="Search: most levels",
-        description="Rate search: measure at most this many rates.",
+        title=N_("Search: most levels"),
+        description=N_("Rate search: measure at most this many rates."),
         ge=1,
         le=MAX_LEVELS,
     )
     search_max_duration_s: float = Field(
         default=_RUN.search_max_duration_s,
         alias="search_max_duration",
-        title="Search: time budget (s)",
-        description="Rate search: start no level once this many seconds went by (or the next level would overrun "
-        "them).",
+        title=N_("Search: time budget (s)"),
+        description=N_(
+            "Rate search: start no level once this many seconds went by (or the next level would overrun them)."
+        ),
         gt=0,
         le=86_400,
     )
     duration_s: float | None = Field(
         default=_RUN.duration_s,
         alias="duration",
-        title="Level duration bound (s)",
-        description="Per level, stop sending new requests after this many seconds; without it, no bound.",
+        title=N_("Level duration bound (s)"),
+        description=N_("Per level, stop sending new requests after this many seconds; without it, no bound."),
         gt=0,
         le=86_400,
         json_schema_extra={FLAG: "--duration"},
@@ -312,46 +341,46 @@ class ProbeOptions(BaseModel):
     temperature: float = Field(
         default=_RUN.temperature,
         alias="temperature",
-        title="Temperature",
-        description="Sampling temperature.",
+        title=N_("Temperature"),
+        description=N_("Sampling temperature."),
         ge=0,
         le=2,
     )
     ignore_eos: bool = Field(
         default=_RUN.ignore_eos,
         alias="ignore_eos",
-        title="Ignore EOS (always generate max tokens)",
-        description="vLLM / SGLang extension: every request generates max tokens.",
+        title=N_("Ignore EOS (always generate max tokens)"),
+        description=N_("vLLM / SGLang extension: every request generates max tokens."),
     )
     slo_ttft_p50_ms: float = Field(
         default=_RUN.slo.ttft_p50_ms,
         alias="ttft_p50",
-        title="TTFT p50 target (ms)",
-        description="SLO: a level meets it when its TTFT p50 is at most this many ms.",
+        title=N_("TTFT p50 target (ms)"),
+        description=N_("SLO: a level meets it when its TTFT p50 is at most this many ms."),
         gt=0,
         le=3_600_000,
     )
     slo_ttft_p99_ms: float = Field(
         default=_RUN.slo.ttft_p99_ms,
         alias="ttft_p99",
-        title="TTFT p99 target (ms)",
-        description="SLO: a level meets it when its TTFT p99 is at most this many ms.",
+        title=N_("TTFT p99 target (ms)"),
+        description=N_("SLO: a level meets it when its TTFT p99 is at most this many ms."),
         gt=0,
         le=3_600_000,
     )
     slo_tpot_p50_ms: float = Field(
         default=_RUN.slo.tpot_p50_ms,
         alias="tpot_p50",
-        title="TPOT p50 target (ms)",
-        description="SLO: a level meets it when its TPOT p50 is at most this many ms.",
+        title=N_("TPOT p50 target (ms)"),
+        description=N_("SLO: a level meets it when its TPOT p50 is at most this many ms."),
         gt=0,
         le=3_600_000,
     )
     connect_timeout_s: float = Field(
         default=_RUN.timeouts.connect_s,
         alias="connect_timeout",
-        title="Connect timeout (s)",
-        description="A request fails when its TCP (and TLS) connection is not up within this many seconds.",
+        title=N_("Connect timeout (s)"),
+        description=N_("A request fails when its TCP (and TLS) connection is not up within this many seconds."),
         gt=0,
         le=600,
         json_schema_extra={FLAG: "--connect-timeout"},
@@ -359,8 +388,8 @@ class ProbeOptions(BaseModel):
     ttft_timeout_s: float = Field(
         default=_RUN.timeouts.ttft_s,
         alias="ttft_timeout",
-        title="First-token timeout (s)",
-        description="A request fails when no output token arrived this many seconds after sending it.",
+        title=N_("First-token timeout (s)"),
+        description=N_("A request fails when no output token arrived this many seconds after sending it."),
         gt=0,
         le=3600,
         json_schema_extra={FLAG: "--ttft-timeout"},
@@ -368,8 +397,8 @@ class ProbeOptions(BaseModel):
     stall_timeout_s: float = Field(
         default=_RUN.timeouts.stall_s,
         alias="stall_timeout",
-        title="Stall timeout (s)",
-        description="After the first token, a stream fails when no data arrived for this many seconds.",
+        title=N_("Stall timeout (s)"),
+        description=N_("After the first token, a stream fails when no data arrived for this many seconds."),
         gt=0,
         le=3600,
         json_schema_extra={FLAG: "--stall-timeout"},
@@ -663,11 +692,11 @@ def max_length_of(field: FieldInfo) -> int | None:
     return next((item.max_length for item in field.metadata if isinstance(item, MaxLen)), None)
 
 
-def allowed_text(field: FieldInfo) -> str | None:
+def allowed_text(field: FieldInfo, tr: Translate = identity) -> str | None:
     """The values a field accepts, in words ("1–100000", "> 0, ≤ 600", "chat, completions"); None: any."""
     stated = _extra(field).get(ALLOWED)
     if stated:
-        return str(stated)
+        return tr(str(stated)).format(max_levels=MAX_LEVELS, max_rate=f"{MAX_RATE:.0f}")
     annotation = field.annotation
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return ", ".join(kind.value for kind in annotation)
@@ -675,7 +704,7 @@ def allowed_text(field: FieldInfo) -> str | None:
         return "true, false"
     max_length = max_length_of(field)
     if max_length is not None:
-        return f"up to {max_length} characters"
+        return tr("up to {count} characters").format(count=max_length)
     low, high, exclusive = limits_of(field)
     if high is None:
         return None if low is None else f"{'>' if exclusive else '≥'} {number_text(low)}"

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probes.wording import CONVERGED, FIRST_RATE_MISSED, MAX_DURATION, MAX_LEVELS, MAX_REQUESTS, RATE_CAP
+
 if TYPE_CHECKING:  # probes.models holds a RateSearch: import it only for the annotation
     from probes.models import LevelResult
 
@@ -159,17 +161,14 @@ async def find_max_rate(
             bad = rate if bad is None else min(bad, rate)
         if good is None:
             assert bad is not None
-            return done(StopReason.FIRST_RATE_MISSED, f"the first rate, {bad:g} requests/s, missed the SLO")
+            return done(StopReason.FIRST_RATE_MISSED, FIRST_RATE_MISSED.format(rate=f"{bad:g}"))
         if bad is None:
             if rate * 2 > MAX_RATE_RPS:
-                return done(StopReason.RATE_CAP, f"every rate up to {good:g} requests/s met the SLO")
+                return done(StopReason.RATE_CAP, RATE_CAP.format(rate=f"{good:g}"))
             rate *= 2
             continue
         if (bad - good) / good <= precision:
-            return done(
-                StopReason.CONVERGED,
-                f"{good:g} requests/s met the SLO and {bad:g} missed it (within {precision * 100:g}%)",
-            )
+            return done(StopReason.CONVERGED, _converged(good, bad, precision))
         phase = "bisect"
         rate = (good + bad) / 2
 
@@ -179,20 +178,21 @@ def _over_budget(
 ) -> tuple[StopReason, str] | None:
     """Why the next level at `rate` must not run, or None when the budgets allow it."""
     if len(levels) >= max_levels:
-        return StopReason.MAX_LEVELS, f"the level budget ({max_levels}) ran out"
+        return StopReason.MAX_LEVELS, MAX_LEVELS.format(levels=max_levels)
     sent = sum(lv.requests for lv in levels)
     need = math.ceil(min(lv.requests * max(1.0, rate / lv.rate_rps) for lv in levels))
     if sent + need > max_requests:
-        return StopReason.MAX_REQUESTS, (
-            f"{sent} of {max_requests} requests were sent; a level at {rate:g} requests/s would need about {need} more"
-        )
+        return StopReason.MAX_REQUESTS, MAX_REQUESTS.format(sent=sent, budget=max_requests, rate=f"{rate:g}", need=need)
     takes_s = min(lv.duration_s * max(1.0, lv.rate_rps / rate) for lv in levels)
     if elapsed_s + takes_s > max_duration_s:
-        return StopReason.MAX_DURATION, (
-            f"{elapsed_s:.1f} of {max_duration_s:g} s went by; a level at {rate:g} requests/s would take about "
-            f"{takes_s:.1f} s more"
+        return StopReason.MAX_DURATION, MAX_DURATION.format(
+            elapsed=f"{elapsed_s:.1f}", budget=f"{max_duration_s:g}", rate=f"{rate:g}", takes=f"{takes_s:.1f}"
         )
     return None
+
+
+def _converged(good: float, bad: float, precision: float) -> str:
+    return CONVERGED.format(good=f"{good:g}", bad=f"{bad:g}", precision=f"{precision * 100:g}")
 
 
 def parse_rates(text: str) -> tuple[float, ...]:
@@ -268,13 +268,10 @@ def search_of_levels(
     bad = min((lv.rate_rps for lv in levels if not lv.met_slo), default=None)
     elapsed_s = sum(lv.duration_s for lv in levels)
     if good is None:
-        reason, detail = (
-            StopReason.FIRST_RATE_MISSED,
-            f"the first rate, {levels[0].rate_rps:g} requests/s, missed the SLO",
-        )
+        reason, detail = StopReason.FIRST_RATE_MISSED, FIRST_RATE_MISSED.format(rate=f"{levels[0].rate_rps:g}")
     elif bad is not None and (bad - good) / good <= precision:
         reason = StopReason.CONVERGED
-        detail = f"{good:g} requests/s met the SLO and {bad:g} missed it (within {precision * 100:g}%)"
+        detail = _converged(good, bad, precision)
     else:
         next_rate = good * 2 if bad is None else (good + bad) / 2
         if bad is None and next_rate > MAX_RATE_RPS:
@@ -283,7 +280,7 @@ def search_of_levels(
                 good,
                 bad,
                 StopReason.RATE_CAP,
-                f"every rate up to {good:g} requests/s met the SLO",
+                RATE_CAP.format(rate=f"{good:g}"),
                 precision,
                 elapsed_s,
             )

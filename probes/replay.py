@@ -31,13 +31,13 @@ from probes.traces import (
     resolve_trace,
 )
 from probes.transport import SEND_AT, sleep_until
+from probes.wording import UNCALIBRATED, UNCALIBRATED_BECAUSE
 from probes.workloads import Prompt
 from settings import Settings, get_settings
 
 # On the lean transport a request's task starts this early, and the transport writes it at its due time (SEND_AT):
 # the SDK's work per request (about 0.4 ms) is then done before, not after, the due time. docs/bench.md, send lag.
 LEAD_S = 0.01
-UNCALIBRATED = "the server reported no prompt usage: trace input lengths are uncalibrated (one token per word)"
 
 
 def check_replay(settings: RunSettings, limits: Settings | None = None) -> TraceSummary:
@@ -97,7 +97,7 @@ async def calibrate(client: AsyncOpenAI, settings: RunSettings, clock: Clock) ->
     try:
         builder.calibrate(*points[0], *points[1:])
     except TraceError as exc:
-        return TracePromptBuilder(seed=settings.seed), f"{UNCALIBRATED}: {exc}"
+        return TracePromptBuilder(seed=settings.seed), UNCALIBRATED_BECAUSE.format(reason=exc)
     return builder, None
 
 

@@ -31,6 +31,7 @@ from probes.replay import TraceLevel, calibrate, check_replay, schedule_lag
 from probes.session_level import SessionLevel, check_sessions, conversations_of
 from probes.sessions import Conversation, level_turn_stats
 from probes.transport import LeanTransport
+from probes.wording import CANNOT_REACH, DETECT_FAILED, NO_REQUEST_FINISHED, SEARCH_STOPPED
 from probes.workloads import Prompt, build_prompts
 from settings import Settings, get_settings
 
@@ -184,7 +185,7 @@ class _Sweep:
         try:
             found = detect(given, self.settings.model, listing, metrics_text)
         except Exception as exc:  # telling the deployment is a courtesy: it never costs the measurement
-            self.progress.update(message=f"could not tell the deployment: {type(exc).__name__}: {exc}")
+            self.progress.update(message=DETECT_FAILED.format(error=f"{type(exc).__name__}: {exc}"))
             return
         if found == given:
             return
@@ -253,7 +254,7 @@ class _Sweep:
             if not await self._level(index, settings.in_flight_cap, rate_rps):
                 raise asyncio.CancelledError  # the run ends CANCELLED with the levels measured so far
             if not self.levels or self.levels[-1].index != index:  # nothing finished: it cannot have met the SLO
-                return RateOutcome(met_slo=False, requests=0, duration_s=0.0, violations=("no request finished",))
+                return RateOutcome(met_slo=False, requests=0, duration_s=0.0, violations=(NO_REQUEST_FINISHED,))
             return RateOutcome.of_level(self.levels[-1])
 
         self.search = await find_max_rate(
@@ -264,7 +265,7 @@ class _Sweep:
             max_duration_s=settings.search_max_duration_s,
             clock=self.clock,
         )
-        self.progress.update(message=f"rate search stopped: {self.search.stop_detail}")
+        self.progress.update(message=SEARCH_STOPPED.format(detail=self.search.stop_detail))
 
     async def _level(self, index: int, concurrency: int, rate_rps: float | None = None) -> bool:
         """One level with its scrapes before and after; False when it was cancelled (its samples are kept)."""
@@ -387,7 +388,7 @@ async def _preflight(client: AsyncOpenAI, settings: RunSettings) -> tuple[str | 
     except (openai.APIConnectionError, httpx2.HTTPError, OSError) as exc:
         kind, message = classify_error(exc)
         if kind in CONNECTION_KINDS:
-            return f"cannot reach {settings.endpoint} ({kind}): {message}", None
+            return CANNOT_REACH.format(endpoint=settings.endpoint, kind=kind, reason=message), None
     except (openai.APIError, TimeoutError):
         return None, None
     return None, listing

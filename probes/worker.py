@@ -11,6 +11,7 @@ from probes.config import RunSettings, check_run_settings
 from probes.deployment import Deployment
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.runner import Progress, run_probe
+from probes.wording import RECORD_FAILED
 from probes.workloads import build_prompts
 from settings import Settings
 
@@ -140,7 +141,7 @@ class ProbeRun:
             func(*args)
         except Exception as exc:  # a sink failure is reported, not fatal to the run
             self.sink_errors.append(f"{type(exc).__name__}: {exc}")
-            self._progress.update(message=f"could not record: {exc}")
+            self._progress.update(message=RECORD_FAILED.format(error=exc))
 
     def _beat(self) -> None:
         while not self._finished.wait(self._heartbeat_s):

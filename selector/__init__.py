@@ -4,7 +4,17 @@ from selector.advisor import Advice, Decision, advise, gpu_class
 from selector.engines import ServingEngine, find_engine, get_engine, gpu_platform, load_engines
 from selector.errors import NameLookupError, SelectorError, UnknownEngineError, UnknownModelError
 from selector.figures import memory_fit_figure
-from selector.inputs import LABELS, AdviceRequest, Deploy, Ecosystem, Priority, Workload, YesNo, nearest_params
+from selector.inputs import (
+    LABELS,
+    AdviceRequest,
+    Deploy,
+    Ecosystem,
+    Priority,
+    Workload,
+    YesNo,
+    names_worded_by,
+    nearest_params,
+)
 from selector.kvcache import kv_bytes_per_token, kv_bytes_per_token_per_gpu
 from selector.launch import LaunchCommand
 from selector.memory import MemoryFit
@@ -50,6 +60,7 @@ __all__ = [
     "load_quant_methods",
     "load_rules",
     "memory_fit_figure",
+    "names_worded_by",
     "nearest_params",
     "weights_gb",
 ]

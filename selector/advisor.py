@@ -1,11 +1,13 @@
 """The advisor's entry point: advise(request) -> Advice, every decision with its rule, reason and source."""
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from catalog import Gpu, find_gpu, load_gpus, load_handbook
+from i18n import DEFAULT_LANGUAGE, Language, Translate, identity, translate
 from selector.custom import custom_model
 from selector.engines import ServingEngine, get_engine, gpu_platform
 from selector.errors import SelectorError
@@ -30,6 +32,7 @@ class Decision(BaseModel):
     reason: str
     source: str
     handbook_choice: str = ""
+    shown: str = Field(default="", exclude=True)  # `choice` as the page words it in its language ('' = as is)
 
 
 class Advice(BaseModel):
@@ -69,17 +72,24 @@ class Advice(BaseModel):
         """The chosen engine's command, ready to paste."""
         return self.launch.shell
 
-    def summary(self) -> str:
+    def summary(self, tr: Translate = identity) -> str:
         """One readable sentence."""
-        spec = "n-gram speculation" if self.speculative.enabled else "no speculation"
+        spec = tr("n-gram speculation") if self.speculative.enabled else tr("no speculation")
         fit_text = (
-            f"up to {self.memory.max_concurrent_sequences} sequences of {self.memory.context_tokens} tokens"
+            tr("up to {sequences} sequences of {tokens} tokens").format(
+                sequences=self.memory.max_concurrent_sequences, tokens=self.memory.context_tokens
+            )
             if self.memory.fits
-            else "does NOT fit"
+            else tr("does NOT fit")
         )
-        return (
-            f"{self.engine_name} with {self.quantization_name} weights, {self.kv_cache_dtype} KV cache and {spec} "
-            f"on {self.request.gpus}x {self.gpu_name}: {fit_text}."
+        return tr("{engine} with {quant} weights, {kv} KV cache and {spec} on {gpus}x {gpu}: {fit}.").format(
+            engine=self.engine_name,
+            quant=self.quantization_name,
+            kv=self.kv_cache_dtype,
+            spec=spec,
+            gpus=self.request.gpus,
+            gpu=self.gpu_name,
+            fit=fit_text,
         )
 
     def to_json_dict(self) -> dict[str, object]:
@@ -109,11 +119,11 @@ class Advice(BaseModel):
         }
 
 
-def resolve_model(request: AdviceRequest) -> ModelSpec:
-    """The preset, or the custom model the request describes."""
+def resolve_model(request: AdviceRequest, tr: Translate = identity) -> ModelSpec:
+    """The preset, or the custom model the request describes (`tr` words its errors)."""
     if request.model != CUSTOM_MODEL:
         return find_model(request.model)
-    return custom_model(request)
+    return custom_model(request, tr)
 
 
 def model_facts(model: ModelSpec) -> dict[str, object]:
@@ -154,27 +164,32 @@ def _yn(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def _engine_values(engine: ServingEngine) -> dict[str, object]:
-    """What a statement about an engine may name: {engine}, {engine_source} and the catalog's wording."""
+def _engine_values(engine: ServingEngine, language: Language = DEFAULT_LANGUAGE) -> dict[str, object]:
+    """What a statement about an engine may name: {engine}, {engine_source} and the catalog's wording.
+
+    The wording is in the language (engines.csv's `_zh` twins for Chinese); the source stays as cited.
+    """
     return {
         "engine": engine.name,
         "engine_source": engine.source,
-        "hardware": engine.hardware,
-        "formats": engine.quant_formats,
-        "engine_prefix_caching": engine.prefix_caching,
-        "engine_chunked_prefill": engine.chunked_prefill,
+        "hardware": engine.text("hardware", language),
+        "formats": engine.text("quant_formats", language),
+        "engine_prefix_caching": engine.text("prefix_caching", language),
+        "engine_chunked_prefill": engine.text("chunked_prefill", language),
     }
 
 
 class _Advisor:
     """One advice run: collects decisions and warnings as it goes."""
 
-    def __init__(self, request: AdviceRequest) -> None:
+    def __init__(self, request: AdviceRequest, language: Language = DEFAULT_LANGUAGE) -> None:
         self.request = request
+        self.language = language
+        self.tr: Translate = lambda message: translate(language, message)
         self.book = load_rules()
         self.limits = self.book.limits
         self.gpu = find_gpu(request.gpu)
-        self.model = resolve_model(request)
+        self.model = resolve_model(request, self.tr)
         self.decisions: list[Decision] = []
         self.quant_pinned = False  # the user's pinned format is the one advised (not refused by a gate)
         self.warnings: list[str] = []
@@ -182,35 +197,49 @@ class _Advisor:
         self.context = request.context
         if self.context > self.model.max_context:
             self.warnings.append(
-                f"Context {request.context} is longer than {self.model.name}'s maximum of "
-                f"{self.model.max_context} tokens; advising for {self.model.max_context}."
+                self.tr(
+                    "Context {context} is longer than {model}'s maximum of {maximum} tokens; advising for {maximum}."
+                ).format(context=request.context, model=self.model.name, maximum=self.model.max_context)
             )
             self.context = self.model.max_context
         self.platform = self._platform()
 
     def _platform(self) -> str:
-        gpu, deploy = self.gpu, self.request.deploy.value
+        gpu, deploy, tr = self.gpu, self.request.deploy.value, self.tr
         if gpu.kind == "apple":
             if deploy != "apple":
                 self.warnings.append(
-                    f"{gpu.name} is Apple Silicon, so the advice is for an Apple deployment "
-                    f"(you chose deploy={deploy})."
+                    tr(
+                        "{gpu} is Apple Silicon, so the advice is for an Apple deployment (you chose deploy={deploy})."
+                    ).format(gpu=gpu.name, deploy=deploy)
                 )
             return "apple"
         if gpu.kind == "cpu":
             if deploy != "edge":
                 self.warnings.append(
-                    f"{gpu.name} is a CPU-only host, so the advice is for CPU serving (the handbook's edge / CPU "
-                    f"row: llama.cpp with GGUF), although you chose deploy={deploy}."
+                    tr(
+                        "{gpu} is a CPU-only host, so the advice is for CPU serving (the handbook's edge / CPU "
+                        "row: llama.cpp with GGUF), although you chose deploy={deploy}."
+                    ).format(gpu=gpu.name, deploy=deploy)
                 )
             return "edge"
         if deploy == "apple":
             self.warnings.append(
-                f"deploy=apple, but {gpu.name} is not Apple Silicon; advising for the {gpu.name} "
-                "instead. Pick an Apple GPU (M2 Ultra, M3 Ultra, M4 Max) for Mac advice."
+                tr(
+                    "deploy=apple, but {gpu} is not Apple Silicon; advising for the {gpu} "
+                    "instead. Pick an Apple GPU (M2 Ultra, M3 Ultra, M4 Max) for Mac advice."
+                ).format(gpu=gpu.name)
             )
             return "datacenter"
         return deploy
+
+    def then(self, first: str, second: str) -> str:
+        """Two sentences one after the other ('A. B.' in English, no space between them in Chinese)."""
+        return self.tr("{first} {second}").format(first=first, second=second)
+
+    def sentences(self, parts: Sequence[str]) -> str:
+        """Sentences one after the other ('' when there are none)."""
+        return functools.reduce(self.then, parts) if parts else ""
 
     def facts(self, **extra: str) -> dict[str, str]:
         r, gpu = self.request, self.gpu
@@ -248,15 +277,20 @@ class _Advisor:
         reason: str | None = None,
         source: str | None = None,
         handbook: str = "",
+        shown: str = "",
     ) -> None:
-        """Record a decision under its rule: the rule's reason and source filled with `values`, unless given."""
+        """Record a decision under its rule: the rule's reason and source filled with `values`, unless given.
+
+        `shown` is the choice in the advice's language when it is words rather than an id or a flag.
+        """
         filled = values or {}
         self.decisions.append(
             Decision(
                 topic=topic,
                 choice=choice,
+                shown=shown if self.language != DEFAULT_LANGUAGE else "",
                 rule_id=rule.id,
-                reason=rule.reason_for(filled) if reason is None else reason,
+                reason=rule.reason_for(filled, self.language) if reason is None else reason,
                 source=rule.source_for(filled) if source is None else source,
                 handbook_choice=handbook,
             )
@@ -269,8 +303,10 @@ class _Advisor:
         r = self.request
         if r.build_engines.value == "yes" and r.priority.value == "latency" and gpu_platform(self.gpu) != "nvidia":
             self.warnings.append(
-                f"TensorRT-LLM needs NVIDIA GPUs; {self.gpu.name} is not, so the team's willingness "
-                "to build engines does not apply here."
+                self.tr(
+                    "TensorRT-LLM needs NVIDIA GPUs; {gpu} is not, so the team's willingness "
+                    "to build engines does not apply here."
+                ).format(gpu=self.gpu.name)
             )
         tree_rule = None
         for rule in rules:
@@ -282,7 +318,8 @@ class _Advisor:
                 "hardware gate",
                 f"not {engine.name}",
                 self.book.engine_hardware_gate,
-                {**facts, **_engine_values(engine), "row": rule.id},
+                {**facts, **_engine_values(engine, self.language), "row": rule.id},
+                shown=self.tr("not {name}").format(name=engine.name),
             )
         if tree_rule is None:  # every catalog GPU runs vLLM or llama.cpp, so the catch-all rows always apply
             raise SelectorError(f"No engine in the catalog runs on {self.gpu.name}.")
@@ -291,34 +328,44 @@ class _Advisor:
             pinned = get_engine(r.engine)
             if not pinned.runs_on_gpu(self.gpu):
                 self.warnings.append(
-                    f"{pinned.name} does not run on {self.gpu.name} ({pinned.hardware}); showing the "
-                    f"advice for {engine.name} instead."
+                    self.tr(
+                        "{pinned} does not run on {gpu} ({hardware}); showing the advice for {engine} instead."
+                    ).format(
+                        pinned=pinned.name,
+                        gpu=self.gpu.name,
+                        hardware=pinned.text("hardware", self.language),
+                        engine=engine.name,
+                    )
                 )
             elif not pinned.launchable:
                 self.warnings.append(
-                    f"{pinned.name} is {pinned.status}; the advisor gives no launch command for it, "
-                    f"so it shows the advice for {engine.name} instead."
+                    self.tr(
+                        "{pinned} is {status}; the advisor gives no launch command for it, "
+                        "so it shows the advice for {engine} instead."
+                    ).format(pinned=pinned.name, status=pinned.text("status", self.language), engine=engine.name)
                 )
             else:
                 runner = engine if engine.id != pinned.id else get_engine(tree_rule.runner_up)
                 values = {
                     **facts,
-                    **_engine_values(pinned),
+                    **_engine_values(pinned, self.language),
                     "rule_engine": engine.name,
-                    "rule_reason": tree_rule.reason_for(facts),
+                    "rule_reason": tree_rule.reason_for(facts, self.language),
                 }
                 self.decide("engine", pinned.id, self.book.engine_pinned, values)
-                return pinned, self._runner_up(runner, pinned, rules), runner.name + " is what the rules pick here."
+                picked = self.tr("{engine} is what the rules pick here.").format(engine=runner.name)
+                return pinned, self._runner_up(runner, pinned, rules), picked
         self.decide(
             "engine",
             engine.id,
             tree_rule,
             facts,
-            handbook=tree_rule.handbook if tree_rule.handbook != engine.name else "",
+            handbook=tree_rule.text("handbook", self.language) if tree_rule.handbook != engine.name else "",
         )
         runner = self._runner_up(get_engine(tree_rule.runner_up), engine, rules)
-        self.decide("runner_up", runner.id, tree_rule, reason=tree_rule.switch_when)
-        return engine, runner, tree_rule.switch_when
+        switch_when = tree_rule.text("switch_when", self.language)
+        self.decide("runner_up", runner.id, tree_rule, reason=switch_when)
+        return engine, runner, switch_when
 
     def _runner_up(self, preferred: ServingEngine, engine: ServingEngine, rules: list[Rule]) -> ServingEngine:
         options = [
@@ -337,7 +384,7 @@ class _Advisor:
     def _gate(self, method_id: str, engine: ServingEngine, gpu: Gpu | None = None) -> Gate:
         """The architecture gate, narrowed by what this engine and this model can do with the format."""
         gpu = gpu or self.gpu
-        checked = gate(method_id, gpu)
+        checked = gate(method_id, gpu, self.language)
         method = get_quant(method_id)
         values = {
             "gpu": gpu.name,
@@ -359,7 +406,7 @@ class _Advisor:
             method=method_id,
             allowed=False,
             rule_id=refused.id,
-            reason=refused.reason_for(values),
+            reason=refused.reason_for(values, self.language),
             source=refused.source_for(values),
         )
 
@@ -374,16 +421,23 @@ class _Advisor:
             pinned = get_quant(r.quant)
             checked = self._gate(r.quant, engine)
             if not checked.allowed:
-                self.warnings.append(f"{checked.reason} Showing the advice with the rules' choice instead.")
+                self.warnings.append(
+                    self.tr("{reason} Showing the advice with the rules' choice instead.").format(reason=checked.reason)
+                )
                 self.decide(
                     "architecture gate",
                     f"not {pinned.name}",
                     self.book.get(checked.rule_id),
                     reason=checked.reason,
                     source=checked.source,
+                    shown=self.tr("not {name}").format(name=pinned.name),
                 )
             elif r.quant not in engine.quant_methods:
-                self.warnings.append(f"{engine.name} does not serve {pinned.name}; showing the rules' choice instead.")
+                self.warnings.append(
+                    self.tr("{engine} does not serve {method}; showing the rules' choice instead.").format(
+                        engine=engine.name, method=pinned.name
+                    )
+                )
             else:
                 values: dict[str, object] = {
                     **facts,
@@ -415,26 +469,33 @@ class _Advisor:
                     rule,
                     reason=checked.reason,
                     source=f"{rule.source_for(facts_values)}; {checked.source}",
+                    shown=self.tr("not {name}").format(name=method.name),
                 )
                 continue
             if choice not in engine.quant_methods:
-                values = {**facts, **_engine_values(engine), "row": rule.id, "method": method.name}
-                self.decide("engine gate", f"not {method.name}", self.book.quantization_engine_gate, values)
+                values = {**facts, **_engine_values(engine, self.language), "row": rule.id, "method": method.name}
+                self.decide(
+                    "engine gate",
+                    f"not {method.name}",
+                    self.book.quantization_engine_gate,
+                    values,
+                    shown=self.tr("not {name}").format(name=method.name),
+                )
                 continue
-            reason = rule.reason_for(facts_values)
+            reason = rule.reason_for(facts_values, self.language)
             if checked.degraded:
-                reason += " " + checked.reason
+                reason = self.then(reason, checked.reason)
             self.decide(
                 "quantization",
                 choice,
                 rule,
                 reason=reason,
                 source=rule.source_for(facts_values),
-                handbook=rule.handbook,
+                handbook=rule.text("handbook", self.language),
             )
             return choice
         fallback = engine.quant_methods[0]
-        values = {**facts, **_engine_values(engine), "method": get_quant(fallback).name}
+        values = {**facts, **_engine_values(engine, self.language), "method": get_quant(fallback).name}
         self.decide("quantization", fallback, self.book.quantization_engine_only, values)
         return fallback
 
@@ -551,14 +612,29 @@ class _Advisor:
                 "does not fit on any layout",
                 statement,
                 values,
-                reason=render(statement.reason_none, values),
+                reason=render(statement.text("reason_none", self.language), values),
+                shown=self.tr("does not fit on any layout"),
             )
             return result
         values.update(nodes.model_dump())
-        self.decide("parallelism", f"{nodes.nodes} nodes x {nodes.gpus_per_node} GPUs", statement, values)
+        self.decide(
+            "parallelism",
+            f"{nodes.nodes} nodes x {nodes.gpus_per_node} GPUs",
+            statement,
+            values,
+            shown=self.tr("{nodes} nodes x {gpus} GPUs").format(nodes=nodes.nodes, gpus=nodes.gpus_per_node),
+        )
         self.warnings.append(
-            f"{self.model.name} does not fit in one node of {self.limits.max_gpus}x {self.gpu.name}: the advice is "
-            f"for {nodes.nodes} nodes ({nodes.gpus} GPUs); the command is the first node's; its notes give the rest."
+            self.tr(
+                "{model} does not fit in one node of {max_gpus}x {gpu}: the advice is for {nodes} nodes ({gpus} "
+                "GPUs); the command is the first node's; its notes give the rest."
+            ).format(
+                model=self.model.name,
+                max_gpus=self.limits.max_gpus,
+                gpu=self.gpu.name,
+                nodes=nodes.nodes,
+                gpus=nodes.gpus,
+            )
         )
         return nodes
 
@@ -578,16 +654,20 @@ class _Advisor:
             alt = self._fit(engine, option, kv)
             if alt.fits:
                 out.append(
-                    f"Quantize to {get_quant(option).name}: weights {alt.weights_gb:.1f} GB, room for "
-                    f"{alt.max_concurrent_sequences} sequences."
+                    self.tr(
+                        "Quantize to {method}: weights {weights_gb:.1f} GB, room for {sequences} sequences."
+                    ).format(
+                        method=get_quant(option).name, weights_gb=alt.weights_gb, sequences=alt.max_concurrent_sequences
+                    )
                 )
                 break
         eight = eight_bit_kv(engine)
         if kv == "auto" and eight and result.fits:
             alt = self._fit(engine, quant, eight)
             out.append(
-                f"8-bit KV cache ({eight}): room for {alt.max_concurrent_sequences} sequences instead of "
-                f"{result.max_concurrent_sequences}."
+                self.tr("8-bit KV cache ({dtype}): room for {sequences} sequences instead of {now}.").format(
+                    dtype=eight, sequences=alt.max_concurrent_sequences, now=result.max_concurrent_sequences
+                )
             )
         need = min_gpus(
             self.model,
@@ -600,14 +680,22 @@ class _Advisor:
             meet_concurrency=True,
         )
         if need is not None and need > r.gpus:
-            out.append(f"More GPUs: {need}x {self.gpu.name} hold {r.concurrency} sequences of {self.context} tokens.")
+            out.append(
+                self.tr("More GPUs: {count}x {gpu} hold {concurrency} sequences of {context} tokens.").format(
+                    count=need, gpu=self.gpu.name, concurrency=r.concurrency, context=self.context
+                )
+            )
         if result.fits and result.max_concurrent_sequences:
             per_seq = result.kv_budget_gb_per_gpu / max(1, result.max_concurrent_sequences // result.replicas)
             shorter = int(
                 result.kv_budget_gb_per_gpu / per_seq * self.context / math.ceil(r.concurrency / result.replicas)
             )
             if shorter >= MIN_CONTEXT_TOKENS:
-                out.append(f"Shorter context: about {shorter} tokens per sequence lets {r.concurrency} sequences fit.")
+                out.append(
+                    self.tr(
+                        "Shorter context: about {tokens} tokens per sequence lets {concurrency} sequences fit."
+                    ).format(tokens=shorter, concurrency=r.concurrency)
+                )
         if not result.fits and need is None:
             fits_any = min_gpus(
                 self.model,
@@ -644,16 +732,23 @@ class _Advisor:
                 if count is not None:
                     memory = count * gpu.memory_gb
                     if best is None or memory < best[0]:
-                        best = (memory, f"{count}x {gpu.name} with {get_quant(option).name}")
+                        best = (
+                            memory,
+                            self.tr("{count}x {gpu} with {method}").format(
+                                count=count, gpu=gpu.name, method=get_quant(option).name
+                            ),
+                        )
                     break
         limit = self.limits.max_gpus
-        head = (
-            f"{self.model.name} does not fit on any count (1-{limit}) of {self.gpu.name} with "
-            f"{get_quant(quant).name} weights, even with one sequence of {self.context} tokens."
+        head = self.tr(
+            "{model} does not fit on any count (1-{limit}) of {gpu} with {method} weights, even with one sequence of "
+            "{context} tokens."
+        ).format(
+            model=self.model.name, limit=limit, gpu=self.gpu.name, method=get_quant(quant).name, context=self.context
         )
         if best is None:
-            return head + " No GPU in the catalog holds it on one node; pick a smaller model."
-        return head + f" Nearest valid setup: {best[1]}; or pick a smaller model."
+            return self.then(head, self.tr("No GPU in the catalog holds it on one node; pick a smaller model."))
+        return self.then(head, self.tr("Nearest valid setup: {setup}; or pick a smaller model.").format(setup=best[1]))
 
     # -- the rest -------------------------------------------------------------------------------------------------
     def run(self) -> Advice:
@@ -671,8 +766,15 @@ class _Advisor:
             self._paging_decision(result.max_concurrent_sequences)
         self._caching_decisions(engine)
         facts = self.facts(engine_has_spec=_yn(bool(engine.spec_methods)))
-        spec = decide_speculative(self.model, engine, facts)
-        self.decide("speculative", spec.method, self.book.get(spec.rule_id), reason=spec.reason, source=spec.source)
+        spec = decide_speculative(self.model, engine, facts, self.language)
+        self.decide(
+            "speculative",
+            spec.method,
+            self.book.get(spec.rule_id),
+            reason=spec.reason,
+            source=spec.source,
+            shown=self.tr("none") if spec.method == "none" else "",
+        )
         max_seqs, batched = self._batching_decision()
         plan_kwargs = {
             "model": self.model,
@@ -690,6 +792,7 @@ class _Advisor:
             "batched_tokens": batched,
             "gpu_memory_utilization": self.limits.gpu_memory_utilization,
             "slots": max(1, min(r.concurrency, result.max_concurrent_sequences)),
+            "language": self.language,
         }
         launch = launch_command(
             Plan(engine=engine, quant=quant, kv_dtype=kv, speculative=spec, offload_gb=offload_gb, **plan_kwargs)
@@ -699,7 +802,7 @@ class _Advisor:
             runner_quant = quant if quant in runner.quant_methods else runner.quant_methods[0]
             runner_kv = kv if kv == "auto" or kv == eight_bit_kv(runner) else (eight_bit_kv(runner) or "auto")
             runner_spec = decide_speculative(
-                self.model, runner, self.facts(engine_has_spec=_yn(bool(runner.spec_methods)))
+                self.model, runner, self.facts(engine_has_spec=_yn(bool(runner.spec_methods))), self.language
             )
             runner_launch = launch_command(
                 Plan(engine=runner, quant=runner_quant, kv_dtype=runner_kv, speculative=runner_spec, **plan_kwargs)
@@ -709,12 +812,16 @@ class _Advisor:
                 self.warnings.append(warning)
         if runner_launch is not None:
             for warning in runner_launch.warnings:
-                self.warnings.append(f"Runner-up ({runner.name}): {warning}")
+                self.warnings.append(
+                    self.tr("Runner-up ({engine}): {warning}").format(engine=runner.name, warning=warning)
+                )
         for item in (engine, runner):
-            if item.today_vs_handbook and item.today_vs_handbook not in self.today:
-                self.today.append(item.today_vs_handbook)
+            today = item.text("today_vs_handbook", self.language)
+            if today and today not in self.today:
+                self.today.append(today)
         if engine.lifecycle != "active":
-            self.warnings.append(f"{engine.name} is {engine.status}.")
+            status = engine.text("status", self.language)
+            self.warnings.append(self.tr("{engine} is {status}.").format(engine=engine.name, status=status))
         method = get_quant(quant)
         return Advice(
             request=r,
@@ -748,14 +855,19 @@ class _Advisor:
     def _offload_decision(self, engine: ServingEngine, result: MemoryFit) -> int | None:
         """Offload KV to CPU memory for peaks only, when the GPUs hold a little less than the target (GiB, or None)."""
         peaks, off = self.book.kv_offload_peaks, self.book.kv_offload_off
-        values = {**self.facts(), **_engine_values(engine), **result.model_dump(), "max_overflow": peaks.max_overflow}
+        values = {
+            **self.facts(),
+            **_engine_values(engine, self.language),
+            **result.model_dump(),
+            "max_overflow": peaks.max_overflow,
+        }
         overflow = self.request.concurrency / max(1, result.max_concurrent_sequences)
         if result.meets_concurrency or not result.fits:
-            why = off.not_needed
+            why = "not_needed"
         elif engine.id not in peaks.engines:
-            why = off.no_engine_support
+            why = "no_engine_support"
         elif overflow > peaks.max_overflow:
-            why = off.gap_too_large
+            why = "gap_too_large"
         else:
             # One engine (a model copy; one GPU per rank under data-parallel attention) takes the size in full: every
             # data-parallel engine allocates its own, so the copies do not multiply it.
@@ -766,7 +878,8 @@ class _Advisor:
             values = {**values, "offload_gib": offload, "engine_gpus": gpus}
             self.decide("kv_offload", f"{offload} GiB", peaks, values, handbook=peaks.handbook_for(engine.id))
             return offload
-        self.decide("kv_offload", "off", off, {**values, "why": render(why, values)})
+        values = {**values, "why": render(off.text(why, self.language), values)}
+        self.decide("kv_offload", "off", off, values, shown=self.tr("off"))
         return None
 
     def _batching_decision(self) -> tuple[int, int]:
@@ -780,7 +893,7 @@ class _Advisor:
             **self.facts(),
             "max_num_seqs": max_seqs,
             "batched_tokens": batched,
-            "favours": batching.favours_latency if latency else batching.favours_throughput,
+            "favours": batching.text("favours_latency" if latency else "favours_throughput", self.language),
         }
         self.decide("batching", f"max-num-seqs {max_seqs}, max-num-batched-tokens {batched}", batching, values)
         return max_seqs, batched
@@ -789,25 +902,41 @@ class _Advisor:
         statement = self.book.memory_fit
         values = {**self.facts(), **result.model_dump(), "limits_source": self.limits.source}
         if result.fits:
-            reason = statement.reason_for(values)
+            reason = statement.reason_for(values, self.language)
             choice = (
                 "fits"
                 if result.meets_concurrency
                 else f"fits {result.max_concurrent_sequences} of {result.target_concurrency}"
             )
+            shown = (
+                self.tr("fits")
+                if result.meets_concurrency
+                else self.tr("fits {fit} of {target}").format(
+                    fit=result.max_concurrent_sequences, target=result.target_concurrency
+                )
+            )
         else:
-            reason = render(statement.reason_no_fit, values)
+            reason = render(statement.text("reason_no_fit", self.language), values)
             choice = "does not fit"
+            shown = self.tr("does not fit")
             self.warnings.append(
-                f"{self.model.name} does not fit on {self.request.gpus}x {self.gpu.name}. "
-                + " ".join(result.suggestions).strip()
+                self.then(
+                    self.tr("{model} does not fit on {gpus}x {gpu}.").format(
+                        model=self.model.name, gpus=self.request.gpus, gpu=self.gpu.name
+                    ),
+                    self.sentences(result.suggestions).strip(),
+                )
             )
         if result.fits and not result.meets_concurrency:
             self.warnings.append(
-                f"Only {result.max_concurrent_sequences} of the {result.target_concurrency} target "
-                "sequences fit. " + " ".join(result.suggestions)
+                self.then(
+                    self.tr("Only {fit} of the {target} target sequences fit.").format(
+                        fit=result.max_concurrent_sequences, target=result.target_concurrency
+                    ),
+                    self.sentences(result.suggestions),
+                )
             )
-        self.decide("memory", choice, statement, values, reason=reason)
+        self.decide("memory", choice, statement, values, reason=reason, shown=shown)
 
     def _parallel_decisions(self, engine: ServingEngine, result: MemoryFit) -> None:
         """The layout: copies and GPUs per copy, the sizes the engines would refuse, experts and MLA attention."""
@@ -819,37 +948,77 @@ class _Advisor:
             "experts_per_token": model.experts_per_token,
             "experts_per_gpu": model.experts // max(1, result.split),
         }
-        if result.skipped_splits:
-            skipped = "; ".join(result.skipped_splits)
-            self.decide("parallelism", "sizes skipped", book.split_gate, {**values, "skipped": skipped})
-        if result.nodes == 1 and (result.replicas > 1 or result.split > 1):
-            layout = f"tensor parallel {result.tensor_parallel}"
-            if result.attention_data_parallel:
-                layout = f"data-parallel attention over {result.split} GPUs"
-            if result.expert_parallel:
-                layout += f", experts spread over {result.split} GPUs"
+        if result.skipped_layouts:
+            skipped = functools.reduce(
+                lambda first, second: self.tr("{first}; {second}").format(first=first, second=second),
+                (s.worded(self.tr) for s in result.skipped_layouts),
+            )
             self.decide(
                 "parallelism",
-                f"{result.split} GPU(s) per copy x {result.replicas} copies",
+                "sizes skipped",
+                book.split_gate,
+                {**values, "skipped": skipped},
+                shown=self.tr("sizes skipped"),
+            )
+        if result.nodes == 1 and (result.replicas > 1 or result.split > 1):
+            tr, split = self.tr, result.split
+            layout = tr("tensor parallel {size}").format(size=result.tensor_parallel)
+            if result.attention_data_parallel:
+                layout = tr("data-parallel attention over {gpus} GPUs").format(gpus=split)
+            if result.expert_parallel:
+                layout += tr(", experts spread over {gpus} GPUs").format(gpus=split)
+            self.decide(
+                "parallelism",
+                f"{split} GPU(s) per copy x {result.replicas} copies",
                 book.memory_split,
                 {**values, "layout": layout},
+                shown=tr("{gpus} GPU(s) per copy x {replicas} copies").format(gpus=split, replicas=result.replicas),
             )
         if model.is_moe and result.split > 1:
             ep = book.expert_parallel
             if result.expert_parallel:
                 policy = self.policy(engine)
                 if policy.expert_parallel:
-                    self.decide("expert_parallel", f"on ({result.split} GPUs)", ep, values)
+                    self.decide(
+                        "expert_parallel",
+                        f"on ({result.split} GPUs)",
+                        ep,
+                        values,
+                        shown=self.tr("on ({gpus} GPUs)").format(gpus=result.split),
+                    )
                 else:
-                    why = next((s for s in result.skipped_splits if "expert" in s), "tensor parallel")
-                    reason = render(ep.reason_needed, {**values, "why": why})
-                    self.decide("expert_parallel", f"on ({result.split} GPUs)", ep, values, reason=reason)
+                    why = next(
+                        (s.worded(self.tr) for s in result.skipped_layouts if "expert" in s.worded()),
+                        self.tr("tensor parallel"),
+                    )
+                    reason = render(ep.text("reason_needed", self.language), {**values, "why": why})
+                    self.decide(
+                        "expert_parallel",
+                        f"on ({result.split} GPUs)",
+                        ep,
+                        values,
+                        reason=reason,
+                        shown=self.tr("on ({gpus} GPUs)").format(gpus=result.split),
+                    )
         if model.kv_kind == "mla" and result.split > 1 and engine.id in book.attention_data_parallel.engines:
             adp = book.attention_data_parallel
             if result.attention_data_parallel:
-                self.decide("attention_data_parallel", f"on ({result.split} ranks)", adp, values)
+                self.decide(
+                    "attention_data_parallel",
+                    f"on ({result.split} ranks)",
+                    adp,
+                    values,
+                    shown=self.tr("on ({ranks} ranks)").format(ranks=result.split),
+                )
             else:
-                self.decide("attention_data_parallel", "off", adp, values, reason=render(adp.reason_latency, values))
+                self.decide(
+                    "attention_data_parallel",
+                    "off",
+                    adp,
+                    values,
+                    reason=render(adp.text("reason_latency", self.language), values),
+                    shown=self.tr("off"),
+                )
 
     def _paging_decision(self, full_context_sequences: int) -> None:
         """PagedAttention: the fit above reserves the whole context per sequence; paged blocks hold what is used."""
@@ -858,12 +1027,13 @@ class _Advisor:
         used = math.ceil(self.context * paging.example_fill / block) * block
         paged = int(full_context_sequences * self.context / used)
         values = {"context": self.context, "block": block, "used": used, "paged": paged, "full": full_context_sequences}
-        self.decide("kv_paging", f"paged, {block}-token blocks", paging, values)
+        shown = self.tr("paged, {block}-token blocks").format(block=block)
+        self.decide("kv_paging", f"paged, {block}-token blocks", paging, values, shown=shown)
 
     def _caching_decisions(self, engine: ServingEngine) -> None:
         values = {
             **self.facts(),
-            **_engine_values(engine),
+            **_engine_values(engine, self.language),
             "prompt_reuse_share": load_handbook().levers.prefix_caching.prompt_reuse_share,
         }
         if engine.prefix_caching_default == "on":
@@ -874,22 +1044,36 @@ class _Advisor:
                 default_on,
                 values,
                 handbook=default_on.handbook_for(engine.id),
+                shown=self.tr("on (engine default)"),
             )
         else:
             flag = self.book.prefix_caching_flag
             self.decide(
-                "prefix_caching", "on (--enable-prefix-caching)", flag, values, handbook=flag.handbook_for(engine.id)
+                "prefix_caching",
+                "on (--enable-prefix-caching)",
+                flag,
+                values,
+                handbook=flag.handbook_for(engine.id),
+                shown=self.tr("on (--enable-prefix-caching)"),
             )
         chunked = self.book.chunked_prefill
         self.decide(
-            "chunked_prefill", engine.chunked_prefill, chunked, values, handbook=chunked.handbook_for(engine.id)
+            "chunked_prefill",
+            engine.chunked_prefill,
+            chunked,
+            values,
+            handbook=chunked.handbook_for(engine.id),
+            shown=engine.text("chunked_prefill", self.language),
         )
 
 
-def advise(request: AdviceRequest) -> Advice:
+def advise(request: AdviceRequest, language: Language = DEFAULT_LANGUAGE) -> Advice:
     """Recommend engine, quantization, KV cache, speculation, memory fit and launch command for one request.
+
+    `language` words the reasons, warnings and suggestions (rules.toml's `_zh` twins and the selector catalog); the
+    CLI and its JSON use the default, English.
 
     Raises SelectorError (or GpuLookupError) for names it cannot resolve; everything else becomes a warning
     in the result, with the nearest valid advice.
     """
-    return _Advisor(request).run()
+    return _Advisor(request, language).run()

@@ -14,6 +14,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from catalog import GpuLookupError
+from i18n import Translate, identity
 from selector.advisor import Advice, advise
 from selector.errors import SelectorError
 from selector.hfconfig import ConfigError, ParsedConfig, parse_config
@@ -87,7 +88,7 @@ def _messages(exc: ValidationError) -> list[str]:
     return out
 
 
-def layout_text(m: MemoryFit) -> str:
+def layout_text(m: MemoryFit, tr: Translate = identity) -> str:
     """The parallel layout as engineers say it: 'TP 8 · EP · DP attention', with pipeline stages, replicas, nodes."""
     parts = [f"TP {m.tensor_parallel}"]
     if m.pipeline_parallel > 1:
@@ -95,12 +96,12 @@ def layout_text(m: MemoryFit) -> str:
     if m.expert_parallel:
         parts.append("EP")
     if m.attention_data_parallel:
-        parts.append("DP attention")
+        parts.append(tr("DP attention"))
     text = " · ".join(parts)
     if m.replicas > 1:
-        text += f" × {m.replicas} replicas"
+        text += tr(" × {replicas} replicas").format(replicas=m.replicas)
     if m.nodes > 1:
-        text += f" on {m.nodes} nodes of {m.gpus_per_node} GPUs"
+        text += tr(" on {nodes} nodes of {gpus} GPUs").format(nodes=m.nodes, gpus=m.gpus_per_node)
     return text
 
 

@@ -1,42 +1,57 @@
 """A model the user describes (by hand or from its config.json) as a ModelSpec, each field checked by name."""
 
+from i18n import Translate, identity
 from selector.errors import SelectorError
 from selector.inputs import AdviceRequest
 from selector.models import CUSTOM_MODEL, ModelSpec
 
 
-def _problems(r: AdviceRequest) -> list[str]:
+def _problems(r: AdviceRequest, tr: Translate = identity) -> list[str]:
     out: list[str] = []
     if not r.kv_lora_rank and (r.kv_heads > r.heads or r.heads % r.kv_heads):
         out.append(
-            f"kv_heads: {r.heads} attention heads cannot be shared by {r.kv_heads} KV heads "
-            "(KV heads must divide the attention heads)"
+            "kv_heads: "
+            + tr(
+                "{heads} attention heads cannot be shared by {kv_heads} KV heads (KV heads must divide the attention "
+                "heads)"
+            ).format(heads=r.heads, kv_heads=r.kv_heads)
         )
     if r.experts:
         if not 1 <= r.experts_per_token <= r.experts:
-            out.append(f"experts_per_token: must be 1-{r.experts} for a model with {r.experts} experts")
+            out.append(
+                "experts_per_token: "
+                + tr("must be 1-{experts} for a model with {experts} experts").format(experts=r.experts)
+            )
         if r.moe_layers > r.layers:
-            out.append(f"moe_layers: at most the {r.layers} layers")
+            out.append("moe_layers: " + tr("at most the {layers} layers").format(layers=r.layers))
         if not r.moe_intermediate_size:
-            out.append("moe_intermediate_size: one expert's MLP size is needed when experts > 0")
+            out.append("moe_intermediate_size: " + tr("one expert's MLP size is needed when experts > 0"))
     elif r.experts_per_token or r.active_params_b:
-        out.append("experts: set the routed experts (experts_per_token and active_params_b describe experts)")
+        out.append("experts: " + tr("set the routed experts (experts_per_token and active_params_b describe experts)"))
     if r.active_params_b > r.params_b:
-        out.append(f"active_params_b: {r.active_params_b:g}B cannot exceed the {r.params_b:g}B total")
+        out.append(
+            "active_params_b: "
+            + tr("{active}B cannot exceed the {total}B total").format(
+                active=f"{r.active_params_b:g}", total=f"{r.params_b:g}"
+            )
+        )
     if r.kv_lora_rank and not r.rope_head_dim:
-        out.append("rope_head_dim: MLA needs its rotary head size (qk_rope_head_dim, 64 for DeepSeek-V3)")
+        out.append("rope_head_dim: " + tr("MLA needs its rotary head size (qk_rope_head_dim, 64 for DeepSeek-V3)"))
     if r.sliding_window_layers > r.layers:
-        out.append(f"sliding_window_layers: at most the {r.layers} layers")
+        out.append("sliding_window_layers: " + tr("at most the {layers} layers").format(layers=r.layers))
     if r.sliding_window and not r.sliding_window_layers:
-        out.append("sliding_window_layers: say how many layers use the window")
+        out.append("sliding_window_layers: " + tr("say how many layers use the window"))
     return out
 
 
-def custom_model(request: AdviceRequest) -> ModelSpec:
-    """The ModelSpec a request's custom fields describe; SelectorError names every field that does not add up."""
-    problems = _problems(request)
+def custom_model(request: AdviceRequest, tr: Translate = identity) -> ModelSpec:
+    """The ModelSpec a request's custom fields describe; SelectorError names every field that does not add up.
+
+    `tr` words the error (field names stay as the URL spells them); English by default.
+    """
+    problems = _problems(request, tr)
     if problems:
-        raise SelectorError("Custom model: " + "; ".join(problems) + ".")
+        raise SelectorError(tr("Custom model: {problems}.").format(problems="; ".join(problems)))
     r = request
     return ModelSpec(
         id=CUSTOM_MODEL,

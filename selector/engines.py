@@ -3,17 +3,30 @@
 import csv
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from catalog import Gpu
 from catalog.matching import match_names
+from i18n import DEFAULT_LANGUAGE, Language
 from selector.errors import UnknownEngineError
 
 ENGINES_CSV = Path(__file__).parent / "data" / "engines.csv"
 
 Platform = Literal["nvidia", "amd", "apple", "cpu", "intel"]
+# The catalog's worded columns: each has a `<column>_zh` twin in engines.csv, the same fact in Simplified Chinese.
+WordedColumn = Literal[
+    "status",
+    "hardware",
+    "quant_formats",
+    "openai_server",
+    "prefix_caching",
+    "chunked_prefill",
+    "speculative_decoding",
+    "today_vs_handbook",
+]
+WORDED_COLUMNS: tuple[WordedColumn, ...] = get_args(WordedColumn)
 
 
 def _split(value: object) -> object:
@@ -21,7 +34,10 @@ def _split(value: object) -> object:
 
 
 class ServingEngine(BaseModel):
-    """An inference engine: one row of selector/data/engines.csv (not a database engine)."""
+    """An inference engine: one row of selector/data/engines.csv (not a database engine).
+
+    The columns in WORDED_COLUMNS are prose; each has a `<column>_zh` twin that `text` reads for the page in Chinese.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -30,16 +46,23 @@ class ServingEngine(BaseModel):
     aliases: tuple[str, ...]
     lifecycle: Literal["active", "maintenance", "archived"]
     status: str
+    status_zh: str = ""
     runs_on: tuple[Platform, ...]
     hardware: str
+    hardware_zh: str = ""
     quant_methods: tuple[str, ...]
     quant_formats: str
+    quant_formats_zh: str = ""
     openai_server: str
+    openai_server_zh: str = ""
     default_port: int
     prefix_caching: str
+    prefix_caching_zh: str = ""
     prefix_caching_default: Literal["on", "off"]
     chunked_prefill: str
+    chunked_prefill_zh: str = ""
     speculative_decoding: str
+    speculative_decoding_zh: str = ""
     spec_methods: tuple[str, ...]
     multi_gpu: str
     split: Literal["tensor", "layer"]
@@ -47,6 +70,7 @@ class ServingEngine(BaseModel):
     kv_offload: str
     launchable: bool
     today_vs_handbook: str
+    today_vs_handbook_zh: str = ""
     gotchas: str
     kv_cache_8bit: str = ""  # the engine's 8-bit KV-cache type (the rules' generic "8bit"), "" when it has none
     fp8_weight_only: bool = False  # FP8 checkpoints run weight-only (W8A16) on GPUs without FP8 tensor cores
@@ -83,6 +107,16 @@ class ServingEngine(BaseModel):
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    def text(self, column: WordedColumn, language: Language = DEFAULT_LANGUAGE) -> str:
+        """A worded column in the language: its `_zh` twin for Chinese when the catalog has one, else the English.
+
+        The CLI and its JSON keep the English columns; the advisor's page in Chinese reads the twins.
+        """
+        english = str(getattr(self, column))
+        if language == DEFAULT_LANGUAGE:
+            return english
+        return str(getattr(self, f"{column}_{language}", "") or english)
 
     def runs_on_gpu(self, gpu: Gpu) -> bool:
         """Whether the engine supports this GPU's platform."""

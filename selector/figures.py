@@ -2,9 +2,16 @@
 
 import plotly.graph_objects as go
 
+from i18n import N_, Translate, identity
 from selector.advisor import Advice
 
-SEGMENTS = ("Weights", "KV cache (target)", "Free for more KV", "Reserved (runtime, headroom)", "KV shortfall")
+SEGMENTS = (
+    N_("Weights"),
+    N_("KV cache (target)"),
+    N_("Free for more KV"),
+    N_("Reserved (runtime, headroom)"),
+    N_("KV shortfall"),
+)
 
 
 def memory_fit_segments(advice: Advice) -> dict[str, float]:
@@ -21,11 +28,14 @@ def memory_fit_segments(advice: Advice) -> dict[str, float]:
     }
 
 
-def memory_fit_figure(advice: Advice) -> go.Figure:
-    """One stacked bar per GPU: weights, KV cache for the target concurrency, free, reserved, and any shortfall."""
+def memory_fit_figure(advice: Advice, tr: Translate = identity) -> go.Figure:
+    """One stacked bar per GPU: weights, KV cache for the target concurrency, free, reserved, and any shortfall.
+
+    Trace names and titles are worded by `tr`.
+    """
     m = advice.memory
     segments = memory_fit_segments(advice)
-    label = f"1 of {m.gpus}x {advice.gpu_name}" if m.gpus > 1 else advice.gpu_name
+    label = tr("1 of {gpus}x {gpu}").format(gpus=m.gpus, gpu=advice.gpu_name) if m.gpus > 1 else advice.gpu_name
     colors = {
         "Weights": "#636EFA",
         "KV cache (target)": "#00CC96",
@@ -41,23 +51,31 @@ def memory_fit_figure(advice: Advice) -> go.Figure:
         figure.add_bar(
             y=[label],
             x=[value],
-            name=name,
+            name=tr(name),
             orientation="h",
             marker_color=colors[name],
             text=[f"{value:.1f} GB"],
             textposition="inside",
-            hovertemplate=f"{name}: %{{x:.2f}} GB<extra></extra>",
+            hovertemplate=f"{tr(name)}: %{{x:.2f}} GB<extra></extra>",
         )
     figure.add_vline(
         x=m.memory_gb_per_gpu, line_dash="dot", annotation_text=f"{m.memory_gb_per_gpu:g} GB", annotation_position="top"
     )
-    verdict = f"fits {m.max_concurrent_sequences} sequences of {m.context_tokens} tokens" if m.fits else "does not fit"
+    verdict = (
+        tr("fits {sequences} sequences of {tokens} tokens").format(
+            sequences=m.max_concurrent_sequences, tokens=m.context_tokens
+        )
+        if m.fits
+        else tr("does not fit")
+    )
     figure.update_layout(
         barmode="stack",
         height=260,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        title=f"Memory per GPU: {advice.quantization_name} weights, {advice.kv_cache_dtype} KV ({verdict})",
-        xaxis_title="GB per GPU",
+        title=tr("Memory per GPU: {quant} weights, {kv} KV ({verdict})").format(
+            quant=advice.quantization_name, kv=advice.kv_cache_dtype, verdict=verdict
+        ),
+        xaxis_title=tr("GB per GPU"),
         legend={"orientation": "h", "y": -0.35},
     )
     return figure

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from i18n import Translate, identity
 from selector.errors import SelectorError
 
 # Architectures whose config.json keys this parser knows, by the family name it reports.
@@ -60,15 +61,15 @@ class ParsedConfig(BaseModel):
     notes: tuple[str, ...] = ()
 
 
-def _load(source: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
+def _load(source: str | bytes | Mapping[str, Any], tr: Translate = identity) -> dict[str, Any]:
     if isinstance(source, Mapping):
         return dict(source)
     try:
         data = json.loads(source)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config.json is not valid JSON: {exc}") from exc
+        raise ConfigError(tr("config.json is not valid JSON: {problem}").format(problem=exc)) from exc
     if not isinstance(data, dict):
-        raise ConfigError("config.json must be one JSON object (the model's configuration).")
+        raise ConfigError(tr("config.json must be one JSON object (the model's configuration)."))
     return data
 
 
@@ -100,7 +101,7 @@ def _int(config: Mapping[str, Any], *keys: str, default: int = 0) -> int:
     return default
 
 
-def _sliding(config: Mapping[str, Any], family: str, layers: int) -> tuple[int, int, str]:
+def _sliding(config: Mapping[str, Any], family: str, layers: int, tr: Translate = identity) -> tuple[int, int, str]:
     """(window, layers that use it, how it was read); (0, 0, '') when every layer sees the whole context."""
     types = config.get("layer_types")
     window = _int(config, "sliding_window")
@@ -108,11 +109,19 @@ def _sliding(config: Mapping[str, Any], family: str, layers: int) -> tuple[int, 
         chunk = _int(config, "attention_chunk_size")
         no_rope = config.get("no_rope_layers") or []
         local = sum(1 for flag in no_rope if flag) if no_rope else layers - layers // 4
-        return chunk, local, f"chunked local attention of {chunk} tokens on {local} of {layers} layers"
+        note = tr("chunked local attention of {chunk} tokens on {local} of {layers} layers")
+        return chunk, local, note.format(chunk=chunk, local=local, layers=layers)
     if isinstance(types, list) and window:
         local = sum(1 for t in types if str(t) in {"sliding_attention", "chunked_attention"})
         return (
-            (window, local, f"layer_types: {local} of {layers} layers slide over {window} tokens")
+            (
+                window,
+                local,
+                "layer_types: "
+                + tr("{local} of {layers} layers slide over {window} tokens").format(
+                    local=local, layers=layers, window=window
+                ),
+            )
             if local
             else (0, 0, "")
         )
@@ -121,8 +130,11 @@ def _sliding(config: Mapping[str, Any], family: str, layers: int) -> tuple[int, 
     pattern = _int(config, "sliding_window_pattern")
     if pattern > 1:
         local = layers - layers // pattern
-        return window, local, f"sliding_window_pattern {pattern}: {local} of {layers} layers slide over {window} tokens"
-    return window, layers, f"every layer slides over {window} tokens"
+        slide = tr("{local} of {layers} layers slide over {window} tokens").format(
+            local=local, layers=layers, window=window
+        )
+        return window, local, f"sliding_window_pattern {pattern}: {slide}"
+    return window, layers, tr("every layer slides over {window} tokens").format(window=window)
 
 
 def _attention_params(config: Mapping[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int) -> int:
@@ -166,9 +178,12 @@ def _experts(config: Mapping[str, Any], family: str, layers: int) -> tuple[int, 
     return experts, per_token, shared, expert_size, shared_size, moe_layers
 
 
-def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "") -> ParsedConfig:
-    """Read a config.json (text or parsed) into custom-model fields; ConfigError names what is missing."""
-    raw = _load(source)
+def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "", tr: Translate = identity) -> ParsedConfig:
+    """Read a config.json (text or parsed) into custom-model fields; ConfigError names what is missing.
+
+    `tr` words the notes and the errors (English by default, as the CLI and the tests read them).
+    """
+    raw = _load(source, tr)
     architectures = raw.get("architectures") or []
     architecture = str(architectures[0]) if isinstance(architectures, list) and architectures else ""
     family = KNOWN_ARCHITECTURES.get(architecture, "")
@@ -176,17 +191,25 @@ def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "") -> 
     missing = tuple(key for key in REQUIRED if _int(config, key) <= 0)
     if missing:
         known = ", ".join(sorted(set(KNOWN_ARCHITECTURES.values())))
-        what = f"architecture '{architecture}'" if architecture else "a config without 'architectures'"
+        what = (
+            tr("architecture '{architecture}'").format(architecture=architecture)
+            if architecture
+            else tr("a config without 'architectures'")
+        )
         raise ConfigError(
-            f"config.json ({what}) lacks {', '.join(missing)}; the advisor needs them to size the model "
-            f"(it reads the standard fields of these families: {known}).",
+            tr(
+                "config.json ({what}) lacks {missing}; the advisor needs them to size the model (it reads the "
+                "standard fields of these families: {known})."
+            ).format(what=what, missing=", ".join(missing), known=known),
             missing,
         )
     notes: list[str] = []
     if not family:
         notes.append(
-            f"Architecture '{architecture or 'unknown'}' is not one of the known families; read from the standard "
-            "fields only (check experts, MLA and sliding windows by hand)."
+            tr(
+                "Architecture '{architecture}' is not one of the known families; read from the standard fields only "
+                "(check experts, MLA and sliding windows by hand)."
+            ).format(architecture=architecture or "unknown")
         )
     hidden, layers = _int(config, "hidden_size"), _int(config, "num_hidden_layers")
     heads = _int(config, "num_attention_heads")
@@ -202,7 +225,7 @@ def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "") -> 
     )
     if experts and family in {"mixtral", "gpt-oss"}:
         dense_size = 0
-    window, window_layers, window_note = _sliding(config, family, layers)
+    window, window_layers, window_note = _sliding(config, family, layers, tr)
     if window_note:
         notes.append(window_note)
 
@@ -217,11 +240,15 @@ def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "") -> 
     # DeepSeek's published counts agree with this within a few percent).
     active = total - routed + moe_layers * per_token * expert_mlp - vocab * hidden
     if "vision_config" in raw:
-        notes.append("The vision encoder is not counted: sizes are the language model's.")
+        notes.append(tr("The vision encoder is not counted: sizes are the language model's."))
     method = str((config.get("quantization_config") or {}).get("quant_method", "")).lower()
     native = NATIVE_FORMATS.get(method, "bf16")
     if method and method not in NATIVE_FORMATS:
-        notes.append(f"The checkpoint is quantized ({method}); pin that quantization to size it as published.")
+        notes.append(
+            tr("The checkpoint is quantized ({method}); pin that quantization to size it as published.").format(
+                method=method
+            )
+        )
     fields: dict[str, int | float | str] = {
         "params_b": round(total / 1e9, 3),
         "active_params_b": round(active / 1e9, 3) if experts else 0.0,

@@ -1,12 +1,15 @@
 """The advisor's inputs: one frozen model whose aliases are the page's URL parameters and the CLI's flags."""
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog import GpuLookupError, find_gpu, load_gpus, load_handbook
 from catalog.matching import nearest, normalize
+from i18n import N_, Translate, identity
 from selector.engines import find_engine, load_engines
 from selector.errors import NameLookupError
 from selector.models import CUSTOM_MODEL, NativeFormat, find_model, load_models
@@ -63,19 +66,19 @@ class YesNo(StrEnum):
 
 LABELS: dict[str, dict[str, str]] = {
     "workload": {
-        "chat": "Chat",
-        "rag": "RAG (long shared prefix)",
-        "agent": "Agent (tool calls)",
-        "code": "Code / JSON generation",
-        "batch": "Offline batch",
+        "chat": N_("Chat"),
+        "rag": N_("RAG (long shared prefix)"),
+        "agent": N_("Agent (tool calls)"),
+        "code": N_("Code / JSON generation"),
+        "batch": N_("Offline batch"),
     },
-    "priority": {"latency": "Latency", "throughput": "Throughput", "cost": "Cost"},
+    "priority": {"latency": N_("Latency"), "throughput": N_("Throughput"), "cost": N_("Cost")},
     "ecosystem": {
-        "international": "International models",
-        "chinese": "Chinese / domestic models",
-        "hf": "Bound to the Hugging Face Hub",
+        "international": N_("International models"),
+        "chinese": N_("Chinese / domestic models"),
+        "hf": N_("Bound to the Hugging Face Hub"),
     },
-    "deploy": {"datacenter": "Datacenter", "edge": "Edge / laptop / CPU", "apple": "Apple Silicon"},
+    "deploy": {"datacenter": N_("Datacenter"), "edge": N_("Edge / laptop / CPU"), "apple": N_("Apple Silicon")},
 }
 
 _TRUTHY = {"yes", "y", "true", "1", "on"}
@@ -102,7 +105,7 @@ class AdviceRequest(BaseModel):
     gpu: str = Field(
         default=load_handbook().seed_benchmark.gpu,
         alias="gpu",
-        title="GPU",
+        title=N_("GPU"),
         description="a catalog GPU by id, name or alias (A800, h100, 'NVIDIA RTX 4090')",
     )
     gpus: int = Field(
@@ -110,101 +113,113 @@ class AdviceRequest(BaseModel):
         alias="gpus",
         ge=1,
         le=_LIMITS.max_gpus,
-        title="GPU count",
+        title=N_("GPU count"),
         description=f"GPUs in one node (1-{_LIMITS.max_gpus})",
     )
     model: str = Field(
         default=_DEFAULTS.model,
         alias="model",
-        title="Model",
+        title=N_("Model"),
         description="a model preset (qwen2.5-7b, llama3.1-70b, ...) or 'custom'",
     )
-    workload: Workload = Field(default=Workload(_DEFAULTS.workload), alias="workload", title="Workload")
-    priority: Priority = Field(default=Priority(_DEFAULTS.priority), alias="priority", title="Priority")
-    ecosystem: Ecosystem = Field(default=Ecosystem(_DEFAULTS.ecosystem), alias="ecosystem", title="Model ecosystem")
-    deploy: Deploy = Field(default=Deploy(_DEFAULTS.deploy), alias="deploy", title="Deployment")
+    workload: Workload = Field(default=Workload(_DEFAULTS.workload), alias="workload", title=N_("Workload"))
+    priority: Priority = Field(default=Priority(_DEFAULTS.priority), alias="priority", title=N_("Priority"))
+    ecosystem: Ecosystem = Field(default=Ecosystem(_DEFAULTS.ecosystem), alias="ecosystem", title=N_("Model ecosystem"))
+    deploy: Deploy = Field(default=Deploy(_DEFAULTS.deploy), alias="deploy", title=N_("Deployment"))
     build_engines: YesNo = Field(
-        default=YesNo(_DEFAULTS.build_engines), alias="build_engines", title="Team will build engines"
+        default=YesNo(_DEFAULTS.build_engines), alias="build_engines", title=N_("Team will build engines")
     )
     context: int = Field(
         default=_DEFAULTS.context,
         alias="context",
         ge=MIN_CONTEXT_TOKENS,
         le=MAX_CONTEXT_TOKENS,
-        title="Context length (tokens)",
+        title=N_("Context length (tokens)"),
     )
     concurrency: int = Field(
         default=load_handbook().seed_benchmark.concurrency,
         alias="concurrency",
         ge=1,
         le=MAX_CONCURRENCY,
-        title="Target concurrency",
+        title=N_("Target concurrency"),
     )
     engine: str = Field(
         default=AUTO,
         alias="engine",
-        title="Engine",
+        title=N_("Engine"),
         description="'auto' (follow the rules) or pin one engine (vllm, sglang, tensorrt-llm, ...)",
     )
     quant: str = Field(
         default=AUTO,
         alias="quant",
-        title="Quantization",
+        title=N_("Quantization"),
         description="'auto' or pin one method (bf16, fp8, awq, gptq, w8a8-int8, nvfp4, nf4, gguf-q4_k_m)",
     )
-    qlora: YesNo = Field(default=YesNo.NO, alias="qlora", title="Trained with QLoRA (NF4)")
-    params_b: float = Field(default=7.0, alias="params_b", gt=0, le=5000, title="Custom model: parameters (billions)")
+    qlora: YesNo = Field(default=YesNo.NO, alias="qlora", title=N_("Trained with QLoRA (NF4)"))
+    params_b: float = Field(
+        default=7.0, alias="params_b", gt=0, le=5000, title=N_("Custom model: parameters (billions)")
+    )
     active_params_b: float = Field(
         default=0.0,
         alias="active_params_b",
         ge=0,
         le=5000,
-        title="Custom model: active parameters per token (billions; 0 = dense, all of them)",
+        title=N_("Custom model: active parameters per token (billions; 0 = dense, all of them)"),
     )
-    layers: int = Field(default=32, alias="layers", ge=1, le=512, title="Custom model: layers")
-    hidden_size: int = Field(default=4096, alias="hidden_size", ge=1, le=65536, title="Custom model: hidden size")
-    heads: int = Field(default=32, alias="heads", ge=1, le=1024, title="Custom model: attention heads")
-    kv_heads: int = Field(default=8, alias="kv_heads", ge=1, le=1024, title="Custom model: KV heads")
-    head_dim: int = Field(default=128, alias="head_dim", ge=1, le=1024, title="Custom model: head size")
+    layers: int = Field(default=32, alias="layers", ge=1, le=512, title=N_("Custom model: layers"))
+    hidden_size: int = Field(default=4096, alias="hidden_size", ge=1, le=65536, title=N_("Custom model: hidden size"))
+    heads: int = Field(default=32, alias="heads", ge=1, le=1024, title=N_("Custom model: attention heads"))
+    kv_heads: int = Field(default=8, alias="kv_heads", ge=1, le=1024, title=N_("Custom model: KV heads"))
+    head_dim: int = Field(default=128, alias="head_dim", ge=1, le=1024, title=N_("Custom model: head size"))
     intermediate_size: int = Field(
-        default=14336, alias="intermediate_size", ge=0, le=262144, title="Custom model: dense MLP size"
+        default=14336, alias="intermediate_size", ge=0, le=262144, title=N_("Custom model: dense MLP size")
     )
-    vocab_size: int = Field(default=128256, alias="vocab_size", ge=1, le=1_048_576, title="Custom model: vocabulary")
-    tie_embeddings: YesNo = Field(default=YesNo.NO, alias="tie_embeddings", title="Custom model: tied embeddings")
-    experts: int = Field(default=0, alias="experts", ge=0, le=4096, title="Custom model: routed experts (0 = dense)")
+    vocab_size: int = Field(
+        default=128256, alias="vocab_size", ge=1, le=1_048_576, title=N_("Custom model: vocabulary")
+    )
+    tie_embeddings: YesNo = Field(default=YesNo.NO, alias="tie_embeddings", title=N_("Custom model: tied embeddings"))
+    experts: int = Field(
+        default=0, alias="experts", ge=0, le=4096, title=N_("Custom model: routed experts (0 = dense)")
+    )
     experts_per_token: int = Field(
-        default=0, alias="experts_per_token", ge=0, le=4096, title="Custom model: experts per token"
+        default=0, alias="experts_per_token", ge=0, le=4096, title=N_("Custom model: experts per token")
     )
-    shared_experts: int = Field(default=0, alias="shared_experts", ge=0, le=64, title="Custom model: shared experts")
+    shared_experts: int = Field(
+        default=0, alias="shared_experts", ge=0, le=64, title=N_("Custom model: shared experts")
+    )
     moe_intermediate_size: int = Field(
-        default=0, alias="moe_intermediate_size", ge=0, le=262144, title="Custom model: one expert's MLP size"
+        default=0, alias="moe_intermediate_size", ge=0, le=262144, title=N_("Custom model: one expert's MLP size")
     )
     moe_layers: int = Field(
-        default=0, alias="moe_layers", ge=0, le=512, title="Custom model: layers with experts (0 = all layers)"
+        default=0, alias="moe_layers", ge=0, le=512, title=N_("Custom model: layers with experts (0 = all layers)")
     )
     kv_lora_rank: int = Field(
-        default=0, alias="kv_lora_rank", ge=0, le=16384, title="Custom model: MLA compressed KV rank (0 = no MLA)"
+        default=0, alias="kv_lora_rank", ge=0, le=16384, title=N_("Custom model: MLA compressed KV rank (0 = no MLA)")
     )
     rope_head_dim: int = Field(
-        default=0, alias="rope_head_dim", ge=0, le=1024, title="Custom model: MLA rotary head size"
+        default=0, alias="rope_head_dim", ge=0, le=1024, title=N_("Custom model: MLA rotary head size")
     )
     sliding_window: int = Field(
-        default=0, alias="sliding_window", ge=0, le=MAX_CONTEXT_TOKENS, title="Custom model: sliding window (0 = none)"
+        default=0,
+        alias="sliding_window",
+        ge=0,
+        le=MAX_CONTEXT_TOKENS,
+        title=N_("Custom model: sliding window (0 = none)"),
     )
     sliding_window_layers: int = Field(
-        default=0, alias="sliding_window_layers", ge=0, le=512, title="Custom model: layers with the sliding window"
+        default=0, alias="sliding_window_layers", ge=0, le=512, title=N_("Custom model: layers with the sliding window")
     )
     max_context: int = Field(
         default=32768,
         alias="max_context",
         ge=MIN_CONTEXT_TOKENS,
         le=MAX_CONTEXT_TOKENS,
-        title="Custom model: maximum context",
+        title=N_("Custom model: maximum context"),
     )
     native_format: NativeFormat = Field(
-        default="bf16", alias="native_format", title="Custom model: format of the published weights"
+        default="bf16", alias="native_format", title=N_("Custom model: format of the published weights")
     )
-    custom_name: str = Field(default="", alias="custom_name", max_length=120, title="Custom model: name")
+    custom_name: str = Field(default="", alias="custom_name", max_length=120, title=N_("Custom model: name"))
 
     @field_validator("gpu", mode="before")
     @classmethod
@@ -214,7 +229,7 @@ class AdviceRequest(BaseModel):
         try:
             return find_gpu(value).id
         except GpuLookupError as exc:
-            raise _unknown("GPU", value, exc.candidates, [g.id for g in load_gpus()]) from exc
+            raise _unknown(N_("GPU"), value, exc.candidates, [g.id for g in load_gpus()]) from exc
 
     @field_validator("model", mode="before")
     @classmethod
@@ -226,7 +241,7 @@ class AdviceRequest(BaseModel):
         try:
             return find_model(value).id
         except NameLookupError as exc:
-            raise _unknown("model", value, exc.candidates, [*(m.id for m in load_models()), CUSTOM_MODEL]) from exc
+            raise _unknown(N_("model"), value, exc.candidates, [*(m.id for m in load_models()), CUSTOM_MODEL]) from exc
 
     @field_validator("engine", mode="before")
     @classmethod
@@ -236,7 +251,7 @@ class AdviceRequest(BaseModel):
         try:
             return find_engine(value).id
         except NameLookupError as exc:
-            raise _unknown("engine", value, exc.candidates, [AUTO, *(e.id for e in load_engines())]) from exc
+            raise _unknown(N_("engine"), value, exc.candidates, [AUTO, *(e.id for e in load_engines())]) from exc
 
     @field_validator("quant", mode="before")
     @classmethod
@@ -247,7 +262,7 @@ class AdviceRequest(BaseModel):
             return find_quant(value).id
         except NameLookupError as exc:
             allowed = [AUTO, *(q.id for q in load_quant_methods())]
-            raise _unknown("quantization", value, exc.candidates, allowed) from exc
+            raise _unknown(N_("quantization"), value, exc.candidates, allowed) from exc
 
     @field_validator("workload", "priority", "ecosystem", "deploy", mode="before")
     @classmethod
@@ -265,20 +280,45 @@ def printable(value: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
 
 
+# How AdviceRequest's validators word an unknown name: English (the CLI, the JSON, the tests) unless a page wraps its
+# validation in `names_worded_by(_)`. A validator takes no `tr`, so the page's translation travels in this variable.
+_NAME_WORDING: ContextVar[Translate] = ContextVar("selector_name_wording", default=identity)
+
+
+@contextmanager
+def names_worded_by(tr: Translate) -> Iterator[None]:
+    """Inside the block, AdviceRequest words its unknown-name errors with `tr` (the page passes `_`)."""
+    token = _NAME_WORDING.set(tr)
+    try:
+        yield
+    finally:
+        _NAME_WORDING.reset(token)
+
+
 def _unknown(kind: str, value: str, candidates: Sequence[str], allowed: Sequence[str]) -> ValueError:
-    """An unknown name: what was given, the close names as suggestions (never applied) and every allowed value."""
-    shown = printable(value)
+    """An unknown name: what was given, the close names as suggestions (never applied) and every allowed value.
+
+    `kind` is an N_-marked noun ('GPU', 'model', ...); the message is worded by `names_worded_by` (English otherwise).
+    """
+    tr = _NAME_WORDING.get()
+    values = {
+        "kind": tr(kind),
+        "value": printable(value),
+        "candidates": ", ".join(candidates),
+        "allowed": ", ".join(allowed),
+    }
     wanted = normalize(value)
     if len(candidates) > 1 and wanted and all(wanted in normalize(c) for c in candidates):
         return ValueError(
-            f"{kind} '{shown}' is ambiguous; it could be {', '.join(candidates)}. Allowed: {', '.join(allowed)}"
+            tr("{kind} '{value}' is ambiguous; it could be {candidates}. Allowed: {allowed}").format(**values)
         )
     if candidates:
         return ValueError(
-            f"{kind} '{shown}' is not in the catalog; did you mean: {', '.join(candidates)}? "
-            f"Allowed: {', '.join(allowed)}"
+            tr("{kind} '{value}' is not in the catalog; did you mean: {candidates}? Allowed: {allowed}").format(
+                **values
+            )
         )
-    return ValueError(f"{kind} '{shown}' is not in the catalog; allowed: {', '.join(allowed)}")
+    return ValueError(tr("{kind} '{value}' is not in the catalog; allowed: {allowed}").format(**values))
 
 
 def _names(entry: object) -> tuple[str, ...]:
@@ -289,13 +329,13 @@ def _names(entry: object) -> tuple[str, ...]:
 
 _LOOKUPS: dict[str, tuple[str, Callable[[str], object]]] = {
     "gpu": ("GPU", find_gpu),
-    "model": ("model", find_model),
-    "engine": ("engine", find_engine),
-    "quant": ("quantization", find_quant),
+    "model": (N_("model"), find_model),
+    "engine": (N_("engine"), find_engine),
+    "quant": (N_("quantization"), find_quant),
 }
 
 
-def nearest_params(params: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+def nearest_params(params: Mapping[str, str], tr: Translate = identity) -> tuple[dict[str, str], dict[str, str]]:
     """Read an unknown GPU, model, engine or quantization name in a link as the one entry clearly closest to it.
 
     Returns the parameters with those names replaced, and per replaced parameter a note that names it, the value,
@@ -320,11 +360,19 @@ def nearest_params(params: Mapping[str, str]) -> tuple[dict[str, str], dict[str,
         if best is None:
             continue
         fixed[key] = best
-        title = AdviceRequest.model_fields[key].title or key
+        title = tr(AdviceRequest.model_fields[key].title or key)
         others = [c for c in candidates if c != best]
-        also = f" Other close names: {', '.join(others)}." if others else ""
-        notes[key] = (
-            f"URL parameter `{key}` ({title}): {kind} '{printable(value)}' is not in the catalog; read as "
-            f"'{best}' ({getattr(entries[best], 'name', best)}), the nearest match.{also}"
+        note = tr(
+            "URL parameter `{key}` ({title}): {kind} '{value}' is not in the catalog; read as '{best}' ({name}), "
+            "the nearest match."
+        ).format(
+            key=key,
+            title=title,
+            kind=tr(kind),
+            value=printable(value),
+            best=best,
+            name=getattr(entries[best], "name", best),
         )
+        also = tr("Other close names: {names}.").format(names=", ".join(others))
+        notes[key] = tr("{first} {second}").format(first=note, second=also) if others else note
     return fixed, notes

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from i18n import DEFAULT_LANGUAGE, Language, translate
 from selector.engines import ServingEngine, load_engines
 from selector.models import ModelSpec
 from selector.quantization import BYTES_PER_GB, get_quant
@@ -44,6 +45,11 @@ class Plan(BaseModel):
     speculative: Speculative
     slots: int = 1
     offload_gb: int | None = None  # KV offload for each engine (one model copy), in GiB
+    language: Language = DEFAULT_LANGUAGE  # the notes' and warnings' language (the command itself is the same)
+
+    def tr(self, message: str) -> str:
+        """A note's text in the plan's language."""
+        return translate(self.language, message)
 
 
 class LaunchCommand(BaseModel):
@@ -126,9 +132,9 @@ def _with_value(argv: list[str], flag: str, value: str) -> list[str]:
     return out
 
 
-def _others(nodes: int) -> str:
+def _others(plan: Plan) -> str:
     """How the notes name the nodes other than the head: 'node 1', or 'node i (1-3)'."""
-    return "node 1" if nodes == 2 else f"node i (1-{nodes - 1})"
+    return plan.tr("node 1") if plan.nodes == 2 else plan.tr("node i (1-{last})").format(last=plan.nodes - 1)
 
 
 def _node_names(nodes: int) -> list[str]:
@@ -143,15 +149,21 @@ def _no_multi_node(plan: Plan) -> list[str]:
     if plan.nodes <= 1:
         return []
     return [
-        f"{plan.engine.name} cannot spread one model copy over several nodes, so this command runs on one node only; "
-        f"the plan needs {plan.nodes} nodes: use {_multi_node_engines()} for it."
+        plan.tr(
+            "{engine} cannot spread one model copy over several nodes, so this command runs on one node only; "
+            "the plan needs {nodes} nodes: use {engines} for it."
+        ).format(engine=plan.engine.name, nodes=plan.nodes, engines=_multi_node_engines())
     ]
 
 
 def _extra_copies(plan: Plan, gpus: int) -> list[str]:
     if plan.replicas <= 1:
         return []
-    return [f"Run {plan.replicas} copies (one per group of {gpus} GPUs) behind a load balancer."]
+    return [
+        plan.tr("Run {replicas} copies (one per group of {gpus} GPUs) behind a load balancer.").format(
+            replicas=plan.replicas, gpus=gpus
+        )
+    ]
 
 
 # -- checkpoints ----------------------------------------------------------------------------------------------------
@@ -214,10 +226,10 @@ def _bf16(model: ModelSpec) -> str:
 
 
 def _made(plan: Plan, path: str, tool: str) -> str:
-    return (
-        f"No published {get_quant(plan.quant).name} checkpoint for {plan.model.name} is in the catalog: the first "
-        f"command(s) make {path} with {tool}, then the server loads it."
-    )
+    return plan.tr(
+        "No published {method} checkpoint for {model} is in the catalog: the first command(s) make {path} with "
+        "{tool}, then the server loads it."
+    ).format(method=get_quant(plan.quant).name, model=plan.model.name, path=path, tool=tool)
 
 
 def _llm_compressor(plan: Plan) -> _Source:
@@ -241,7 +253,11 @@ def _llm_compressor(plan: Plan) -> _Source:
         path=path,
         prepare=[("python", "quantize.py")],
         files={"quantize.py": script + "\n"},
-        notes=[_made(plan, path, "llm-compressor's oneshot (pip install llmcompressor; calibrates on open_platypus)")],
+        notes=[
+            _made(
+                plan, path, plan.tr("llm-compressor's oneshot (pip install llmcompressor; calibrates on open_platypus)")
+            )
+        ],
     )
 
 
@@ -250,8 +266,10 @@ def _no_tool(plan: Plan) -> _Source:
     return _Source(
         path=_bf16(plan.model),
         warnings=[
-            f"{plan.model.name} has no published {method} checkpoint and {plan.engine.name} documents no tool that "
-            f"makes one; the command loads the BF16 checkpoint instead: pick another format for this model."
+            plan.tr(
+                "{model} has no published {method} checkpoint and {engine} documents no tool that makes one; the "
+                "command loads the BF16 checkpoint instead: pick another format for this model."
+            ).format(model=plan.model.name, method=method, engine=plan.engine.name)
         ],
     )
 
@@ -285,12 +303,9 @@ def _modelopt(plan: Plan, lead: str = "") -> _Source:
         "--export_path",
         path,
     )
-    tool = "NVIDIA ModelOpt's hf_ptq.py (run it in a checkout of github.com/NVIDIA/Model-Optimizer)"
-    note = (
-        f"{lead} The first command makes {path} with {tool}, then the server loads it."
-        if lead
-        else _made(plan, path, tool)
-    )
+    tool = plan.tr("NVIDIA ModelOpt's hf_ptq.py (run it in a checkout of github.com/NVIDIA/Model-Optimizer)")
+    made = plan.tr("The first command makes {path} with {tool}, then the server loads it.").format(path=path, tool=tool)
+    note = plan.tr("{first} {second}").format(first=lead, second=made) if lead else _made(plan, path, tool)
     return _Source(path=path, prepare=[command], notes=[note])
 
 
@@ -302,8 +317,10 @@ def _trtllm_source(plan: Plan) -> _Source:
     if quant == "awq" and published:
         return _modelopt(
             plan,
-            f"The catalog's AWQ checkpoint ({published}) is in AutoAWQ format, which TensorRT-LLM's PyTorch backend "
-            "does not read (it reads ModelOpt int4_awq checkpoints).",
+            plan.tr(
+                "The catalog's AWQ checkpoint ({published}) is in AutoAWQ format, which TensorRT-LLM's PyTorch "
+                "backend does not read (it reads ModelOpt int4_awq checkpoints)."
+            ).format(published=published),
         )
     if quant == "awq":
         return _modelopt(plan)
@@ -375,29 +392,39 @@ def _vllm(plan: Plan) -> LaunchCommand:
     if plan.offload_gb:
         argv += ["--kv-offloading-backend", "native", "--kv-offloading-size", str(plan.offload_gb)]
         notes.append(
-            f"--kv-offloading-size is GiB for each engine (summed over its {engine_gpus(tp, pp, adp)} GPU(s)); "
-            "every data-parallel engine allocates it in full."
+            plan.tr(
+                "--kv-offloading-size is GiB for each engine (summed over its {gpus} GPU(s)); every data-parallel "
+                "engine allocates it in full."
+            ).format(gpus=engine_gpus(tp, pp, adp))
         )
     multi = plan.nodes > 1
     if multi and (adp or (dp > 1 and plan.split <= per_node)):
         local = per_node // (1 if adp else plan.split)
         argv += ["--data-parallel-size-local", str(local), "--data-parallel-address", HEAD_NODE]
         notes.append(
-            f"This is the head node (data-parallel ranks 0-{local - 1}). On {_others(plan.nodes)} run the same "
-            f"command with --headless --data-parallel-start-rank {local}*i added: "
-            + shlex.join([*argv, "--headless", "--data-parallel-start-rank", str(local)])
-            + " (node 1). Every node needs the checkpoint at the same path and RDMA (InfiniBand or RoCE) between nodes."
+            plan.tr(
+                "This is the head node (data-parallel ranks 0-{last}). On {others} run the same command with "
+                "--headless --data-parallel-start-rank {local}*i added: {command} (node 1). Every node needs the "
+                "checkpoint at the same path and RDMA (InfiniBand or RoCE) between nodes."
+            ).format(
+                last=local - 1,
+                others=_others(plan),
+                local=local,
+                command=shlex.join([*argv, "--headless", "--data-parallel-start-rank", str(local)]),
+            )
         )
     elif multi:
         argv += ["--nnodes", str(plan.nodes), "--node-rank", "0", "--master-addr", HEAD_NODE]
         worker = _with_value(argv, "--node-rank", "1")
         notes.append(
-            f"This is node 0 of {plan.nodes}. On {_others(plan.nodes)} run the same command with --node-rank i "
-            "and --headless: " + shlex.join([*worker, "--headless"]) + " (node 1). Every node needs the same vLLM, the "
-            "checkpoint at the same path and RDMA (InfiniBand or RoCE) between nodes."
+            plan.tr(
+                "This is node 0 of {nodes}. On {others} run the same command with --node-rank i and --headless: "
+                "{command} (node 1). Every node needs the same vLLM, the checkpoint at the same path and RDMA "
+                "(InfiniBand or RoCE) between nodes."
+            ).format(nodes=plan.nodes, others=_others(plan), command=shlex.join([*worker, "--headless"]))
         )
     argv += ["--port", str(plan.engine.default_port)]
-    notes.append("Prefix caching and chunked prefill are on by default in vLLM V1: no flags needed.")
+    notes.append(plan.tr("Prefix caching and chunked prefill are on by default in vLLM V1: no flags needed."))
     return LaunchCommand(
         engine_id="vllm",
         argv=tuple(argv),
@@ -448,22 +475,25 @@ def _sglang(plan: Plan) -> LaunchCommand:
         per_rank_gb = math.ceil(plan.offload_gb * GB_PER_GIB / ranks)
         argv += ["--enable-hierarchical-cache", "--hicache-size", str(per_rank_gb)]
         notes.append(
-            f"--hicache-size is GB of host memory per GPU rank ({per_rank_gb} GB here). HiCache keeps a copy of the "
-            "GPU pool in host memory (write-through), so SGLang warns and gains little when it is smaller than the "
-            "GPU KV pool: raise it to the pool's size plus this amount if the log says so."
+            plan.tr(
+                "--hicache-size is GB of host memory per GPU rank ({gb} GB here). HiCache keeps a copy of the GPU pool "
+                "in host memory (write-through), so SGLang warns and gains little when it is smaller than the GPU KV "
+                "pool: raise it to the pool's size plus this amount if the log says so."
+            ).format(gb=per_rank_gb)
         )
     if plan.nodes > 1:
         address = f"{HEAD_NODE}:{SGLANG_DIST_INIT_PORT}"
         argv += ["--nnodes", str(plan.nodes), "--node-rank", "0", "--dist-init-addr", address]
         worker = _with_value(argv, "--node-rank", "1")
         notes.append(
-            f"This is node 0 of {plan.nodes}. On {_others(plan.nodes)} run the same command with --node-rank i: "
-            + shlex.join(worker)
-            + f" (node 1). {SGLANG_DIST_INIT_PORT} must be a free port on the head node; every node needs the "
-            "checkpoint at the same path and RDMA (InfiniBand or RoCE) between nodes."
+            plan.tr(
+                "This is node 0 of {nodes}. On {others} run the same command with --node-rank i: {command} (node 1). "
+                "{port} must be a free port on the head node; every node needs the checkpoint at the same path and "
+                "RDMA (InfiniBand or RoCE) between nodes."
+            ).format(nodes=plan.nodes, others=_others(plan), command=shlex.join(worker), port=SGLANG_DIST_INIT_PORT)
         )
     argv += ["--host", "0.0.0.0", "--port", str(plan.engine.default_port)]
-    notes.append("RadixAttention (automatic prefix caching) is on by default in SGLang.")
+    notes.append(plan.tr("RadixAttention (automatic prefix caching) is on by default in SGLang."))
     return LaunchCommand(
         engine_id="sglang",
         argv=tuple(argv),
@@ -498,9 +528,11 @@ def _trtllm(plan: Plan) -> LaunchCommand:
         hosts = ",".join(f"{name}:{per_node}" for name in _node_names(plan.nodes))
         launcher = ["mpirun", "-H", hosts, "-np", str(per_node * plan.nodes), "trtllm-llmapi-launch"]
         notes.append(
-            f"mpirun starts all {per_node * plan.nodes} ranks from the head node: replace {HEAD_NODE} and "
-            "NODE<i>_IP with the nodes' addresses; every node needs passwordless SSH from the head node, the same "
-            "TensorRT-LLM container, the checkpoint at the same path and RDMA (InfiniBand or RoCE) between nodes."
+            plan.tr(
+                "mpirun starts all {ranks} ranks from the head node: replace {head} and NODE<i>_IP with the nodes' "
+                "addresses; every node needs passwordless SSH from the head node, the same TensorRT-LLM container, the "
+                "checkpoint at the same path and RDMA (InfiniBand or RoCE) between nodes."
+            ).format(ranks=per_node * plan.nodes, head=HEAD_NODE)
         )
     argv = [*launcher, "trtllm-serve", src.path, "--tp_size", str(plan.split if adp else tp)]
     if pp > 1:
@@ -554,11 +586,17 @@ def lmdeploy_backend(plan: Plan) -> tuple[str, list[str]]:
     if quant in engine.fallback_backend_quant:
         return fallback, []
     why = (
-        f"{primary} does not load {model.architecture or model.name}" if not arch_ok else f"the layout needs {fallback}"
+        plan.tr("{backend} does not load {architecture}").format(
+            backend=primary, architecture=model.architecture or model.name
+        )
+        if not arch_ok
+        else plan.tr("the layout needs {backend}").format(backend=fallback)
     )
     return primary, [
-        f"{engine.name} has no backend for this plan: {get_quant(quant).name} loads only on {primary}, but {why}; "
-        f"pick another format or engine."
+        plan.tr(
+            "{engine} has no backend for this plan: {method} loads only on {backend}, but {why}; pick another format "
+            "or engine."
+        ).format(engine=engine.name, method=get_quant(quant).name, backend=primary, why=why)
     ]
 
 
@@ -582,8 +620,10 @@ def _lmdeploy(plan: Plan) -> LaunchCommand:
             argv += ["--ep", str(tp * pp)]
     if pp > 1:
         notes.append(
-            f"LMDeploy has no pipeline parallelism: the {tp * pp} GPUs form one tensor-parallel group (--tp {tp * pp}) "
-            "across the nodes."
+            plan.tr(
+                "LMDeploy has no pipeline parallelism: the {gpus} GPUs form one tensor-parallel group (--tp {gpus}) "
+                "across the nodes."
+            ).format(gpus=tp * pp)
         )
     argv += [
         "--session-len",
@@ -602,30 +642,38 @@ def _lmdeploy(plan: Plan) -> LaunchCommand:
     if adp:
         argv += ["--proxy-url", proxy]
         notes.append(
-            f"With --dp {plan.split} LMDeploy starts one API server per data-parallel rank and registers them with a "
-            f"proxy: start `lmdeploy serve proxy --server-port {plan.engine.default_port}` first (another shell) and "
-            f"send requests to {proxy}."
+            plan.tr(
+                "With --dp {split} LMDeploy starts one API server per data-parallel rank and registers them with a "
+                "proxy: start `lmdeploy serve proxy --server-port {port}` first (another shell) and send requests to "
+                "{proxy}."
+            ).format(split=plan.split, port=plan.engine.default_port, proxy=proxy)
         )
         notes += _extra_copies(plan, plan.split)
         if plan.nodes > 1:
             env["LMDEPLOY_DP_MASTER_ADDR"] = HEAD_NODE
             argv += ["--nnodes", str(plan.nodes), "--node-rank", "0"]
             notes.append(
-                f"This is node 0 of {plan.nodes}: on {_others(plan.nodes)} run the same command with --node-rank "
-                "i; set LMDEPLOY_DP_MASTER_PORT to the same free port on every node, keep the checkpoint at the "
-                "same path and use RDMA (InfiniBand or RoCE) between nodes."
+                plan.tr(
+                    "This is node 0 of {nodes}: on {others} run the same command with --node-rank i; set "
+                    "LMDEPLOY_DP_MASTER_PORT to the same free port on every node, keep the checkpoint at the same path "
+                    "and use RDMA (InfiniBand or RoCE) between nodes."
+                ).format(nodes=plan.nodes, others=_others(plan))
             )
     else:
         argv += ["--server-port", str(plan.engine.default_port)]
         if plan.nodes > 1:
             prepare.append(("ray", "start", "--head"))
             notes.append(
-                f"The PyTorch engine spans nodes through Ray: on {_others(plan.nodes)} run "
-                f"`ray start --address={HEAD_NODE}:<port printed by ray start --head>` before the server starts; "
-                "every node needs the checkpoint at the same path and RDMA (InfiniBand or RoCE)."
+                plan.tr(
+                    "The PyTorch engine spans nodes through Ray: on {others} run `ray start --address={head}:<port "
+                    "printed by ray start --head>` before the server starts; every node needs the checkpoint at the "
+                    "same path and RDMA (InfiniBand or RoCE)."
+                ).format(others=_others(plan), head=HEAD_NODE)
             )
         notes += _extra_copies(plan, plan.split)
-    notes.append("LMDeploy's prefix caching is off by default, so the command turns it on (--enable-prefix-caching).")
+    notes.append(
+        plan.tr("LMDeploy's prefix caching is off by default, so the command turns it on (--enable-prefix-caching).")
+    )
     return LaunchCommand(
         engine_id="lmdeploy",
         argv=tuple(argv),
@@ -659,7 +707,9 @@ def _tgi(plan: Plan) -> LaunchCommand:
     if spec.enabled and spec.method == "ngram":
         argv += ["--speculate", str(spec.num_speculative_tokens)]
     argv += ["--port", str(plan.engine.default_port)]
-    notes.append("TGI is in maintenance mode since 2025-12-11: fine for an existing fleet, not for new deployments.")
+    notes.append(
+        plan.tr("TGI is in maintenance mode since 2025-12-11: fine for an existing fleet, not for new deployments.")
+    )
     return LaunchCommand(
         engine_id="tgi",
         argv=tuple(argv),
@@ -690,8 +740,10 @@ def _llama_cpp(plan: Plan) -> LaunchCommand:
         ]
         source = ["-m", path]
         notes.append(
-            f"No GGUF repository is in the catalog for {model.name}: the first commands download it, convert it with "
-            f"convert_hf_to_gguf.py (in a llama.cpp checkout) and make {path} with llama-quantize."
+            plan.tr(
+                "No GGUF repository is in the catalog for {model}: the first commands download it, convert it with "
+                "convert_hf_to_gguf.py (in a llama.cpp checkout) and make {path} with llama-quantize."
+            ).format(model=model.name, path=path)
         )
     offload = ["-ngl", "99"] if plan.gpu_offload else []
     argv = ["llama-server", *source, *offload, "-c", str(plan.context * slots), "-np", str(slots), "-fa", "on"]
@@ -708,11 +760,17 @@ def _llama_cpp(plan: Plan) -> LaunchCommand:
             str(spec.num_speculative_tokens),
         ]
         notes.append(
-            f"n-gram speculation (ngram-simple): look up the last {spec.prompt_lookup_max} tokens in the context and "
-            f"draft the {spec.num_speculative_tokens} that followed them."
+            plan.tr(
+                "n-gram speculation (ngram-simple): look up the last {lookup} tokens in the context and draft the "
+                "{tokens} that followed them."
+            ).format(lookup=spec.prompt_lookup_max, tokens=spec.num_speculative_tokens)
         )
     argv += ["--host", "127.0.0.1", "--port", str(plan.engine.default_port)]
-    notes.append(f"-c is shared by the {slots} slots (-np): each gets {plan.context} tokens.")
+    notes.append(
+        plan.tr("-c is shared by the {slots} slots (-np): each gets {context} tokens.").format(
+            slots=slots, context=plan.context
+        )
+    )
     return LaunchCommand(
         engine_id="llama.cpp",
         argv=tuple(argv),
@@ -737,10 +795,12 @@ def _ollama(plan: Plan) -> LaunchCommand:
     limit = plan.engine.max_slots_advised
     if limit is not None and slots > limit:
         warnings.append(
-            f"OLLAMA_NUM_PARALLEL={slots} is above {limit}, the most parallel requests Ollama ever chose on its own "
-            f"(its default is 1): every slot adds a full {plan.context}-token context of KV memory and Ollama batches "
-            "them less efficiently than vLLM or llama-server. For this concurrency use vLLM (or llama.cpp's "
-            "llama-server on Apple and CPU machines)."
+            plan.tr(
+                "OLLAMA_NUM_PARALLEL={slots} is above {limit}, the most parallel requests Ollama ever chose on its own "
+                "(its default is 1): every slot adds a full {context}-token context of KV memory and Ollama batches "
+                "them less efficiently than vLLM or llama-server. For this concurrency use vLLM (or llama.cpp's "
+                "llama-server on Apple and CPU machines)."
+            ).format(slots=slots, limit=limit, context=plan.context)
         )
     tag = plan.model.ollama_tag or plan.model.name.lower()
     return LaunchCommand(
@@ -749,7 +809,7 @@ def _ollama(plan: Plan) -> LaunchCommand:
         head=2,
         env=env,
         then=(("ollama", "pull", tag),),
-        notes=("Run `ollama pull` in a second shell once the server is up.",),
+        notes=(plan.tr("Run `ollama pull` in a second shell once the server is up."),),
         warnings=tuple(warnings),
     )
 

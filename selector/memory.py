@@ -1,12 +1,13 @@
 """Memory fit: weights and KV per GPU for a parallel layout the engines accept, and the most sequences that fit."""
 
 import math
-from functools import lru_cache
+from functools import lru_cache, reduce
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from catalog import Gpu
+from i18n import N_, Translate, identity
 from selector.kvcache import kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_share_per_gpu
 from selector.models import ModelSpec
 from selector.quantization import BYTES_PER_GB, expert_weights_bytes, get_quant, weights_bytes
@@ -45,6 +46,40 @@ class Layout(BaseModel):
         return self.tensor_parallel * self.pipeline_parallel
 
 
+class Objection(BaseModel):
+    """Why the engines refuse a tensor-parallel size: an English template (marked N_) and the values it names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    template: str
+    values: tuple[tuple[str, str], ...] = ()
+
+    def worded(self, tr: Translate = identity) -> str:
+        """The objection in the language of `tr` (English by default, as the JSON's `skipped_splits` has it)."""
+        return tr(self.template).format(**dict(self.values))
+
+
+class SkippedLayout(BaseModel):
+    """A tensor-parallel size the fit left out, and the engines' objections to it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus: int
+    objections: tuple[Objection, ...]
+
+    def worded(self, tr: Translate = identity) -> str:
+        """'8 GPUs per copy: 28 attention heads do not divide by 8; ...' in the language of `tr`."""
+        problems = reduce(
+            lambda first, second: tr("{first}; {second}").format(first=first, second=second),
+            (o.worded(tr) for o in self.objections),
+        )
+        return tr("{gpus} GPUs per copy: {problems}").format(gpus=self.gpus, problems=problems)
+
+
+def _objection(template: str, **values: object) -> Objection:
+    return Objection(template=template, values=tuple((k, str(v)) for k, v in values.items()))
+
+
 class MemoryFit(BaseModel):
     """How a model sits in the GPUs' memory. GB are 10^9 bytes; per-GPU figures are for the busiest GPU."""
 
@@ -78,7 +113,8 @@ class MemoryFit(BaseModel):
     max_concurrent_sequences: int
     fits: bool
     meets_concurrency: bool
-    skipped_splits: tuple[str, ...] = ()
+    skipped_splits: tuple[str, ...] = ()  # English, as the JSON reports them
+    skipped_layouts: tuple[SkippedLayout, ...] = Field(default=(), exclude=True)  # the same, to word in a language
     suggestions: tuple[str, ...] = ()
 
     @property
@@ -94,38 +130,59 @@ def usable_gb_per_gpu(gpu: Gpu) -> float:
     return gpu.memory_gb * share - limits.runtime_overhead_gb_per_gpu
 
 
-def split_problems(
+def split_objections(
     model: ModelSpec, quant: str, tensor_parallel: int, *, expert_parallel: bool, attention_data_parallel: bool
-) -> list[str]:
+) -> list[Objection]:
     """Why the engines refuse this tensor-parallel size for the model and format ([] when they accept it).
 
     Attention heads must divide evenly (unless attention runs data-parallel); KV heads must divide evenly or be
     replicated a whole number of times; a group-quantized format needs every rank's slice of an MLP to hold whole
     groups; expert parallelism needs the experts to divide evenly over the GPUs.
     """
-    t, out = tensor_parallel, list[str]()
+    t, out = tensor_parallel, list[Objection]()
     if t == 1:
         return out
     if not attention_data_parallel and model.attention_heads % t:
-        out.append(f"{model.attention_heads} attention heads do not divide by {t}")
+        out.append(_objection(N_("{heads} attention heads do not divide by {t}"), heads=model.attention_heads, t=t))
     if model.kv_kind != "mla" and not attention_data_parallel and model.kv_heads % t and t % model.kv_heads:
-        out.append(f"{model.kv_heads} KV heads neither divide by {t} nor replicate evenly over {t} GPUs")
+        out.append(
+            _objection(
+                N_("{kv_heads} KV heads neither divide by {t} nor replicate evenly over {t} GPUs"),
+                kv_heads=model.kv_heads,
+                t=t,
+            )
+        )
     group = get_quant(quant).group_size
     mlp = model.int4_intermediate_size if quant in {"awq", "gptq"} and model.int4_intermediate_size else 0
     mlp = mlp or model.intermediate_size
     has_dense = mlp and (not model.is_moe or model.moe_layers < model.layers)
     if group and has_dense and (mlp % t or (mlp // t) % group):
         out.append(
-            f"{get_quant(quant).name} needs whole groups of {group} per GPU, and the MLP's {mlp} split {t} ways "
-            f"is {mlp / t:g}"
+            _objection(
+                N_("{method} needs whole groups of {group} per GPU, and the MLP's {mlp} split {t} ways is {share}"),
+                method=get_quant(quant).name,
+                group=group,
+                mlp=mlp,
+                t=t,
+                share=f"{mlp / t:g}",
+            )
         )
     if model.is_moe and expert_parallel and model.experts % t:
-        out.append(f"{model.experts} experts do not spread evenly over {t} GPUs")
+        out.append(_objection(N_("{experts} experts do not spread evenly over {t} GPUs"), experts=model.experts, t=t))
     size = model.moe_intermediate_size
     if model.is_moe and not expert_parallel and group and size and (size % t or (size // t) % group):
         out.append(
-            f"{get_quant(quant).name} needs whole groups of {group} per GPU, and each expert's {size} split {t} ways "
-            f"is {size / t:g} (expert parallelism keeps experts whole)"
+            _objection(
+                N_(
+                    "{method} needs whole groups of {group} per GPU, and each expert's {size} split {t} ways is "
+                    "{share} (expert parallelism keeps experts whole)"
+                ),
+                method=get_quant(quant).name,
+                group=group,
+                size=size,
+                t=t,
+                share=f"{size / t:g}",
+            )
         )
     return out
 
@@ -204,14 +261,14 @@ def fit_layout(
     )
 
 
-def _layout_for(model: ModelSpec, quant: str, t: int, policy: Policy) -> tuple[Layout | None, list[str]]:
+def _layout_for(model: ModelSpec, quant: str, t: int, policy: Policy) -> tuple[Layout | None, list[Objection]]:
     """The layout at tensor-parallel size t under the policy, or None with the engines' objections."""
     moe = model.is_moe and t > 1
     adp = policy.attention_data_parallel and model.kv_kind == "mla" and t > 1
     ep = moe and (policy.expert_parallel or adp)
-    problems = split_problems(model, quant, t, expert_parallel=ep, attention_data_parallel=adp)
+    problems = split_objections(model, quant, t, expert_parallel=ep, attention_data_parallel=adp)
     if problems and moe and not ep and policy.expert_parallel_allowed:
-        with_ep = split_problems(model, quant, t, expert_parallel=True, attention_data_parallel=adp)
+        with_ep = split_objections(model, quant, t, expert_parallel=True, attention_data_parallel=adp)
         if not with_ep:
             return Layout(tensor_parallel=t, expert_parallel=True, attention_data_parallel=adp), []
     if problems:
@@ -250,13 +307,13 @@ def fit(
     if split_kind == "layer":
         return fit_layout(model, gpu, Layout(tensor_parallel=gpus), concurrency=concurrency, **kwargs)  # type: ignore[arg-type]
     candidates: list[MemoryFit] = []
-    skipped: list[str] = []
+    skipped: list[SkippedLayout] = []
     for t in range(1, gpus + 1):
         if gpus % t:
             continue
         layout, problems = _layout_for(model, quant, t, policy)
         if layout is None:
-            skipped.append(f"{t} GPUs per copy: " + "; ".join(problems))
+            skipped.append(SkippedLayout(gpus=t, objections=tuple(problems)))
             continue
         layout = layout.model_copy(update={"replicas": gpus // t})
         candidates.append(fit_layout(model, gpu, layout, concurrency=concurrency, **kwargs))  # type: ignore[arg-type]
@@ -266,7 +323,9 @@ def fit(
     else:
         fitting = [c for c in candidates if c.fits]
         best = max(fitting, key=lambda c: (c.max_concurrent_sequences, -c.split)) if fitting else candidates[-1]
-    return best.model_copy(update={"skipped_splits": tuple(skipped)})
+    return best.model_copy(
+        update={"skipped_splits": tuple(s.worded() for s in skipped), "skipped_layouts": tuple(skipped)}
+    )
 
 
 def fit_nodes(

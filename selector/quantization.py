@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from catalog import Gpu
 from catalog.matching import match_names
+from i18n import DEFAULT_LANGUAGE, Language
 from selector.engines import gpu_platform
 from selector.errors import UnknownQuantizationError
 from selector.models import ModelSpec
@@ -96,8 +97,11 @@ def sm_name(gpu: Gpu) -> str:
     return gpu.compute_capability if gpu.sm is None else _sm(gpu.sm)
 
 
-def gate(method_id: str, gpu: Gpu) -> Gate:
-    """Check a method against a GPU's architecture: what runs natively, what runs degraded, what cannot run."""
+def gate(method_id: str, gpu: Gpu, language: Language = DEFAULT_LANGUAGE) -> Gate:
+    """Check a method against a GPU's architecture: what runs natively, what runs degraded, what cannot run.
+
+    The reason is worded in the language (rules.toml's `reason_zh`); the source stays English.
+    """
     method = get_quant(method_id)
     gates = load_rules().gates
     platform = gpu_platform(gpu)
@@ -115,7 +119,7 @@ def gate(method_id: str, gpu: Gpu) -> Gate:
     }
 
     def outcome(statement: Statement, *, allowed: bool, degraded: bool = False) -> Gate:
-        reason, source = statement.reason_for(values), statement.source_for(values)
+        reason, source = statement.reason_for(values, language), statement.source_for(values)
         return Gate(
             method=method_id, allowed=allowed, degraded=degraded, rule_id=statement.id, reason=reason, source=source
         )

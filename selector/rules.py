@@ -4,9 +4,11 @@ import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Self
+from typing import ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from i18n import DEFAULT_LANGUAGE, Language
 
 RULES_TOML = Path(__file__).parent / "data" / "rules.toml"
 
@@ -23,18 +25,50 @@ def render(template: str, values: Mapping[str, object]) -> str:
     return template.format_map(_Lenient(values))
 
 
-class Explained(BaseModel):
-    """Anything the advisor can cite: a rule id, one readable sentence of reason and its source (both templates)."""
+class Bilingual(BaseModel):
+    """Texts in two languages: every worded field `x` has its Simplified Chinese twin `x_zh` beside it in rules.toml.
+
+    A field in `NAMES` is mostly a name (the handbook's choice: 'TensorRT-LLM'): its twin is written only where the
+    wording differs ('vLLM (the default)').
+    """
+
+    NAMES: ClassVar[frozenset[str]] = frozenset({"handbook"})
+
+    def text(self, name: str, language: Language = DEFAULT_LANGUAGE) -> str:
+        """The field `name` in the language (the English text when its twin is missing)."""
+        english = str(getattr(self, name))
+        if language == DEFAULT_LANGUAGE:
+            return english
+        return str(getattr(self, f"{name}_{language}", "") or english)
+
+    def missing_twins(self) -> list[str]:
+        """The worded fields with an English text but no Chinese twin."""
+        return [
+            name
+            for name in type(self).model_fields
+            if name not in self.NAMES
+            and f"{name}_zh" in type(self).model_fields
+            and getattr(self, name)
+            and not getattr(self, f"{name}_zh")
+        ]
+
+
+class Explained(Bilingual):
+    """Anything the advisor can cite: a rule id, one readable sentence of reason and its source (both templates).
+
+    `reason_zh` is the reason in Simplified Chinese (same placeholders); the source is a citation and stays English.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     reason: str
     source: str
+    reason_zh: str = ""
 
-    def reason_for(self, values: Mapping[str, object]) -> str:
-        """The reason with its {placeholders} filled in."""
-        return render(self.reason, values)
+    def reason_for(self, values: Mapping[str, object], language: Language = DEFAULT_LANGUAGE) -> str:
+        """The reason with its {placeholders} filled in, in the language."""
+        return render(self.text("reason", language), values)
 
     def source_for(self, values: Mapping[str, object]) -> str:
         """The source with its {placeholders} filled in."""
@@ -48,7 +82,9 @@ class Rule(Explained):
     choice: str
     runner_up: str = ""
     switch_when: str = ""
+    switch_when_zh: str = ""
     handbook: str = ""
+    handbook_zh: str = ""
 
     def matches(self, facts: Facts) -> bool:
         """Whether every condition holds for these facts."""
@@ -148,6 +184,7 @@ class ExpertParallel(Statement):
     min_experts: int
     engines: tuple[str, ...]
     reason_needed: str
+    reason_needed_zh: str = ""
 
 
 class AttentionDataParallel(Statement):
@@ -155,6 +192,7 @@ class AttentionDataParallel(Statement):
 
     engines: tuple[str, ...]
     reason_latency: str
+    reason_latency_zh: str = ""
 
 
 class MultiNode(Statement):
@@ -163,6 +201,7 @@ class MultiNode(Statement):
     engines: tuple[str, ...]
     gpu_kinds: tuple[str, ...]
     reason_none: str
+    reason_none_zh: str = ""
 
 
 class KvOffloadPeaks(Statement):
@@ -179,12 +218,16 @@ class KvOffloadOff(Statement):
     not_needed: str
     no_engine_support: str
     gap_too_large: str
+    not_needed_zh: str = ""
+    no_engine_support_zh: str = ""
+    gap_too_large_zh: str = ""
 
 
 class MemoryFitStatement(Statement):
     """The memory fit's sentence; `reason` when it fits, `reason_no_fit` when not even one sequence does."""
 
     reason_no_fit: str
+    reason_no_fit_zh: str = ""
 
 
 class Paging(Statement):
@@ -204,9 +247,11 @@ class Batching(Statement):
     batched_tokens_throughput: int
     favours_latency: str
     favours_throughput: str
+    favours_latency_zh: str = ""
+    favours_throughput_zh: str = ""
 
 
-class Speculation(BaseModel):
+class Speculation(Bilingual):
     """The n-gram settings and the advice that goes with every speculative decision (handbook 4.3, 4.4, Q4).
 
     The number of speculative tokens is the handbook's, read from catalog/data/handbook.toml.
@@ -223,6 +268,12 @@ class Speculation(BaseModel):
     draft_option: str
     eagle_option: str
     tiny_draft: str
+    measure_first_zh: str = ""
+    next_step_zh: str = ""
+    any_next_option_zh: str = ""
+    draft_option_zh: str = ""
+    eagle_option_zh: str = ""
+    tiny_draft_zh: str = ""
     source: str
     engine_no_ngram: Statement
 
@@ -272,6 +323,10 @@ class RuleBook(BaseModel):
     def all_rules(self) -> tuple[Rule, ...]:
         """Every row of every ordered table."""
         return (*self.engine, *self.quantization, *self.speculative, *self.kv_cache)
+
+    def all_bilingual(self) -> tuple[Bilingual, ...]:
+        """Every part of the book with worded texts (rules, statements and the speculation notes)."""
+        return (*self.all_explained(), self.speculation)
 
     def all_explained(self) -> tuple[Explained, ...]:
         """Every rule and statement in the book, wherever it sits."""

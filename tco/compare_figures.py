@@ -2,25 +2,37 @@
 
 import plotly.graph_objects as go
 
+from i18n import N_, Language, Translate, identity
 from tco.money import format_money
 from tco.ranking import LatencyAxis, RankedOption, Ranking, pareto_front
 
 _MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
-_AXIS_TITLE = {LatencyAxis.TPOT: "TPOT p50 (ms, estimate)", LatencyAxis.TTFT: "TTFT p50 (ms, estimate)"}
-FRONT_NAME = "Pareto front (cheapest for its latency)"
-MISSES_NAME = "misses the SLO (at concurrency 1)"
+_AXIS_TITLE = {LatencyAxis.TPOT: N_("TPOT p50 (ms, estimate)"), LatencyAxis.TTFT: N_("TTFT p50 (ms, estimate)")}
+FRONT_NAME = N_("Pareto front (cheapest for its latency)")
+MISSES_NAME = N_("misses the SLO (at concurrency 1)")
 
 
-def _hover(option: RankedOption, currency: str) -> str:
-    return (
-        f"#{option.rank} {option.label}<br>"
-        f"{format_money(option.cost_per_million_output_tokens, currency)} per 1M output tokens<br>"
-        f"fleet {format_money(option.fleet_cost_per_month, currency, compact=True)}/month, "
-        f"{option.total_gpus} GPUs<br>"
-        f"TTFT p50 {option.ttft_p50_ms:,.0f} ms · TPOT p50 {option.tpot_p50_ms:,.1f} ms · "
-        f"{option.output_tok_s:,.0f} tok/s per replica at concurrency {option.concurrency}<br>"
-        f"estimate, band {option.band_low:.2f}–{option.band_high:.2f}×, basis {option.basis_kind}"
-    )
+def _hover(option: RankedOption, currency: str, tr: Translate, language: Language) -> str:
+    lines = [
+        f"#{option.rank} {option.label}",
+        tr("{cost} per 1M output tokens").format(
+            cost=format_money(option.cost_per_million_output_tokens, currency, language=language)
+        ),
+        tr("fleet {cost}/month, {gpus} GPUs").format(
+            cost=format_money(option.fleet_cost_per_month, currency, compact=True, language=language),
+            gpus=option.total_gpus,
+        ),
+        tr("TTFT p50 {ttft} ms · TPOT p50 {tpot} ms · {tps} tok/s per replica at concurrency {concurrency}").format(
+            ttft=f"{option.ttft_p50_ms:,.0f}",
+            tpot=f"{option.tpot_p50_ms:,.1f}",
+            tps=f"{option.output_tok_s:,.0f}",
+            concurrency=option.concurrency,
+        ),
+        tr("estimate, band {low}–{high}×, basis {basis}").format(
+            low=f"{option.band_low:.2f}", high=f"{option.band_high:.2f}", basis=option.basis_kind_text(tr)
+        ),
+    ]
+    return "<br>".join(lines)
 
 
 def front_options(ranking: Ranking, axis: LatencyAxis) -> list[RankedOption]:
@@ -30,11 +42,14 @@ def front_options(ranking: Ranking, axis: LatencyAxis) -> list[RankedOption]:
     return [meeting[i] for i in pareto_front(points)]
 
 
-def cost_latency_figure(ranking: Ranking, axis: LatencyAxis) -> go.Figure:
+def cost_latency_figure(
+    ranking: Ranking, axis: LatencyAxis, tr: Translate = identity, language: Language = "en"
+) -> go.Figure:
     """Cost per million output tokens against latency, one point per option (a colour per engine).
 
     The Pareto front of the SLO-meeting options is drawn as a line with open diamonds; options that miss the SLO
-    are crosses. Hovering a point names the option, its costs, latencies, band and basis.
+    are crosses. Hovering a point names the option, its costs, latencies, band and basis. Texts are worded by `tr`
+    and amounts written for `language`.
     """
     currency = ranking.inputs.currency.value
     figure = go.Figure()
@@ -48,7 +63,7 @@ def cost_latency_figure(ranking: Ranking, axis: LatencyAxis) -> go.Figure:
             mode="markers",
             name=name,
             marker={"size": 8, "opacity": 0.7},
-            text=[_hover(o, currency) for o in options],
+            text=[_hover(o, currency, tr, language) for o in options],
             hovertemplate="%{text}<extra></extra>",
         )
     front = front_options(ranking, axis)
@@ -57,11 +72,11 @@ def cost_latency_figure(ranking: Ranking, axis: LatencyAxis) -> go.Figure:
             x=[o.latency_ms(axis) for o in front],
             y=[o.cost_per_million_output_tokens for o in front],
             mode="lines+markers",
-            name=FRONT_NAME,
+            name=tr(FRONT_NAME),
             line={"shape": "hv", "width": 2},
             marker={"size": 12, "symbol": "diamond-open", "line": {"width": 2}},
-            text=[_hover(o, currency) for o in front],
-            hovertemplate="%{text}<extra>Pareto front</extra>",
+            text=[_hover(o, currency, tr, language) for o in front],
+            hovertemplate="%{text}<extra>" + tr("Pareto front") + "</extra>",
         )
     misses = [o for o in ranking.options if not o.meets_slo]
     if misses:
@@ -69,16 +84,16 @@ def cost_latency_figure(ranking: Ranking, axis: LatencyAxis) -> go.Figure:
             x=[o.latency_ms(axis) for o in misses],
             y=[o.cost_per_million_output_tokens for o in misses],
             mode="markers",
-            name=MISSES_NAME,
+            name=tr(MISSES_NAME),
             marker={"size": 8, "symbol": "x", "opacity": 0.6},
-            text=[_hover(o, currency) for o in misses],
-            hovertemplate="%{text}<extra>misses the SLO</extra>",
+            text=[_hover(o, currency, tr, language) for o in misses],
+            hovertemplate="%{text}<extra>" + tr("misses the SLO") + "</extra>",
         )
     figure.update_layout(
-        title=f"Cost against latency: {len(ranking.options)} options (estimates)",
+        title=tr("Cost against latency: {count} options (estimates)").format(count=len(ranking.options)),
         margin=_MARGIN,
-        xaxis_title=_AXIS_TITLE[axis],
-        yaxis_title=f"{currency} per 1M output tokens",
+        xaxis_title=tr(_AXIS_TITLE[axis]),
+        yaxis_title=tr("{currency} per 1M output tokens").format(currency=currency),
         yaxis_type="log",
         legend={"orientation": "h", "y": -0.2},
     )

@@ -3,6 +3,7 @@
 from pydantic import BaseModel, ConfigDict
 
 from catalog import load_handbook
+from i18n import Translate, identity
 from tco.cost import Capacity, Fleet
 from tco.inputs import TcoInputs
 from tco.levers import LeverChain, lever_chain
@@ -23,30 +24,39 @@ class TcoResult(BaseModel):
     notes: list[str]
 
 
-def _notes(inputs: TcoInputs, cap: Capacity, fleet: Fleet) -> list[str]:
+def _notes(inputs: TcoInputs, cap: Capacity, fleet: Fleet, tr: Translate) -> list[str]:
     slo = load_handbook().slo
     notes = []
     if cap.output_tok_s_per_gpu < slo.min_output_tok_s_per_gpu:
         notes.append(
-            f"{cap.output_tok_s_per_gpu:,.0f} output tok/s per GPU is below the handbook's economic floor of "
-            f"{slo.min_output_tok_s_per_gpu:,.0f} tok/s per card (Q3): check batching and the engine's settings."
+            tr(
+                "{tok_s} output tok/s per GPU is below the handbook's economic floor of {floor} tok/s per card (Q3): "
+                "check batching and the engine's settings."
+            ).format(tok_s=f"{cap.output_tok_s_per_gpu:,.0f}", floor=f"{slo.min_output_tok_s_per_gpu:,.0f}")
         )
     if fleet.utilization_at_average is not None and fleet.utilization_at_average < 0.3:
         notes.append(
-            f"At average traffic the fleet is {fleet.utilization_at_average:.0%} busy: idle capacity makes each "
-            "request cost more than at full load. Autoscaling or a lower peak ratio would close the gap."
+            tr(
+                "At average traffic the fleet is {busy} busy: idle capacity makes each request cost more than at "
+                "full load. Autoscaling or a lower peak ratio would close the gap."
+            ).format(busy=f"{fleet.utilization_at_average:.0%}")
         )
     if inputs.speculative and inputs.acceptance_pct < inputs.break_even_acceptance_pct:
         notes.append(
-            f"Speculative decoding at {inputs.acceptance_pct:g}% acceptance is below the break-even of "
-            f"{inputs.break_even_acceptance_pct:g}%: it slows serving down (handbook 4.4)."
+            tr(
+                "Speculative decoding at {accept}% acceptance is below the break-even of {even}%: it slows serving "
+                "down (handbook 4.4)."
+            ).format(accept=f"{inputs.acceptance_pct:g}", even=f"{inputs.break_even_acceptance_pct:g}")
         )
     return notes
 
 
-def estimate(inputs: TcoInputs) -> TcoResult:
-    """Price one scenario: capacity, fleet, the lever chain, the sensitivity and the throughput curve."""
-    chain = lever_chain(inputs)
+def estimate(inputs: TcoInputs, tr: Translate = identity) -> TcoResult:
+    """Price one scenario: capacity, fleet, the lever chain, the sensitivity and the throughput curve.
+
+    `tr` words the texts (lever labels and effects, notes) in the page's language.
+    """
+    chain = lever_chain(inputs, tr)
     return TcoResult(
         inputs=inputs,
         capacity=chain.baseline,
@@ -54,5 +64,5 @@ def estimate(inputs: TcoInputs) -> TcoResult:
         levers=chain,
         sensitivity=sensitivity(inputs),
         curve=throughput_curve(inputs),
-        notes=_notes(inputs, chain.baseline, chain.baseline_fleet),
+        notes=_notes(inputs, chain.baseline, chain.baseline_fleet, tr),
     )

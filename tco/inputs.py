@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from catalog import GpuLookupError, find_gpu, load_handbook
+from i18n import N_
 from perf.inputs import ENGINE_FAMILIES
 from selector.engines import find_engine
 from selector.errors import NameLookupError
@@ -133,7 +134,7 @@ class TcoInputs(BaseModel):
     gpu: str = Field(
         default=_HB.seed_benchmark.gpu,
         alias="gpu",
-        title="GPU",
+        title=N_("GPU"),
         description="a catalog GPU (id or name, e.g. A800, H100) or 'custom'",
     )
     price_per_gpu_hour: float = Field(
@@ -141,131 +142,135 @@ class TcoInputs(BaseModel):
         alias="price",
         gt=0,
         le=100_000,
-        title="Price per GPU-hour",
+        title=N_("Price per GPU-hour"),
     )
-    currency: Currency = Field(default=Currency(_EX.currency), alias="currency", title="Currency")
+    currency: Currency = Field(default=Currency(_EX.currency), alias="currency", title=N_("Currency"))
     cny_per_usd: float = Field(
-        default=_HB.fx.cny_per_usd, alias="fx", ge=0.001, le=1000, title="Exchange rate (CNY per USD)"
+        default=_HB.fx.cny_per_usd, alias="fx", ge=0.001, le=1000, title=N_("Exchange rate (CNY per USD)")
     )
-    gpus_per_replica: int = Field(default=_EX.gpus_per_replica, alias="gpus", ge=1, le=4096, title="GPUs per replica")
+    gpus_per_replica: int = Field(
+        default=_EX.gpus_per_replica, alias="gpus", ge=1, le=4096, title=N_("GPUs per replica")
+    )
     output_tok_s_per_replica: float = Field(
         default=_EX.output_tok_s_per_replica,
         alias="tps",
         ge=0.01,
         le=100_000_000,
-        title="Throughput (output tok/s per replica)",
+        title=N_("Throughput (output tok/s per replica)"),
     )
     out_tokens_per_request: int = Field(
         default=_EX.out_tokens_per_request,
         alias="out_tokens",
         ge=1,
         le=10_000_000,
-        title="Output tokens per request",
+        title=N_("Output tokens per request"),
     )
     in_tokens_per_request: int = Field(
         default=_PD.in_tokens_per_request,
         alias="in_tokens",
         ge=0,
         le=100_000_000,
-        title="Input tokens per request",
+        title=N_("Input tokens per request"),
     )
-    hours_per_month: float = Field(default=_PD.hours_per_month, alias="hours", gt=0, le=744, title="Hours per month")
+    hours_per_month: float = Field(
+        default=_PD.hours_per_month, alias="hours", gt=0, le=744, title=N_("Hours per month")
+    )
     traffic_requests_per_day: float = Field(
         default=_PD.traffic_requests_per_day,
         alias="traffic",
         ge=0,
         le=1e13,
-        title="Traffic (requests/day)",
+        title=N_("Traffic (requests/day)"),
     )
     peak_to_average: float = Field(
-        default=_PD.peak_to_average, alias="peak", ge=1, le=1000, title="Peak-to-average ratio"
+        default=_PD.peak_to_average, alias="peak", ge=1, le=1000, title=N_("Peak-to-average ratio")
     )
     target_utilization_pct: float = Field(
         default=_pct(_PD.target_utilization),
         alias="util",
         ge=0.1,
         le=100,
-        title="Target utilization (%)",
+        title=N_("Target utilization (%)"),
     )
 
-    quantization: bool = Field(default=True, alias="quant", title="Quantization lever")
+    quantization: bool = Field(default=True, alias="quant", title=N_("Quantization lever"))
     quant_throughput_gain_pct: float = Field(
         default=_pct(_LV.quantization.throughput_gain),
         alias="quant_gain",
         ge=0,
         le=1000,
-        title="Quantization throughput gain (%)",
+        title=N_("Quantization throughput gain (%)"),
     )
-    prefix_caching: bool = Field(default=True, alias="prefix", title="Prefix caching lever")
+    prefix_caching: bool = Field(default=True, alias="prefix", title=N_("Prefix caching lever"))
     prompt_reuse_pct: Pct = Field(
-        default=_pct(_LV.prefix_caching.prompt_reuse_share), alias="reuse", title="Prompt reuse (%)"
+        default=_pct(_LV.prefix_caching.prompt_reuse_share), alias="reuse", title=N_("Prompt reuse (%)")
     )
     prefill_time_pct: float = Field(
         default=_pct(_LV.prefix_caching.prefill_time_share),
         alias="prefill_share",
         ge=0,
         le=95,
-        title="Prefill share of GPU time (%)",
+        title=N_("Prefill share of GPU time (%)"),
     )
-    speculative: bool = Field(default=False, alias="spec", title="Speculative decoding lever")
+    speculative: bool = Field(default=False, alias="spec", title=N_("Speculative decoding lever"))
     acceptance_pct: float = Field(
         default=_pct(_LV.speculative_decoding.acceptance_rate),
         alias="accept",
         ge=0,
         le=99,
-        title="Draft acceptance rate (%)",
+        title=N_("Draft acceptance rate (%)"),
     )
     speculative_tokens: int = Field(
         default=_LV.speculative_decoding.speculative_tokens,
         alias="spec_tokens",
         ge=1,
         le=16,
-        title="Speculative tokens",
+        title=N_("Speculative tokens"),
     )
     break_even_acceptance_pct: float = Field(
         default=_pct(_LV.speculative_decoding.break_even_acceptance),
         alias="spec_break_even",
         ge=1,
         le=99,
-        title="Break-even acceptance (%)",
+        title=N_("Break-even acceptance (%)"),
     )
-    distillation: bool = Field(default=False, alias="distill", title="Distillation lever")
+    distillation: bool = Field(default=False, alias="distill", title=N_("Distillation lever"))
     distill_cost_cut_pct: float = Field(
         default=_pct(_LV.distillation.cost_cut),
         alias="distill_cut",
         ge=0,
         lt=100,
-        title="Distillation cost cut (%)",
+        title=N_("Distillation cost cut (%)"),
     )
-    spot: bool = Field(default=True, alias="spot", title="Spot GPUs lever")
+    spot: bool = Field(default=True, alias="spot", title=N_("Spot GPUs lever"))
     spot_price_cut_pct: float = Field(
         default=_pct(_LV.spot.price_cut),
         alias="spot_cut",
         ge=0,
         lt=100,
-        title="Spot price cut (%)",
+        title=N_("Spot price cut (%)"),
     )
 
     tps_source: TpsSource = Field(
         default=TpsSource.ENTERED,
         alias="tps_source",
-        title="Throughput source",
+        title=N_("Throughput source"),
         description="'estimate' when `tps` came from perf's estimate for `model`, `engine` and `quant_method`",
     )
     measured_rps: str | None = Field(
         default=None,
         alias="rps",
         max_length=60,
-        title="Requests/s per replica (measured)",
+        title=N_("Requests/s per replica (measured)"),
         description="requests/s one replica served within its SLO, as a probe run measured it ('12.5', or "
         "'12.5@<run id>' naming the run); when given, it sets the replica's capacity instead of `tps`",
     )
-    model: str = Field(default=load_rules().defaults.model, alias="model", title="Model (for the estimate)")
-    engine: str = Field(default=ENGINE_FAMILIES[0], alias="engine", title="Engine (for the estimate)")
-    quant_method: str = Field(default=AUTO, alias="quant_method", title="Quantization (for the estimate)")
-    ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", "SLO: TTFT p50 target (ms)")
-    ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", "SLO: TTFT p99 target (ms)")
-    tpot_p50_ms: float = slo_ms_field(_SLO.tpot_p50_ms, "tpot_p50", "SLO: TPOT p50 target (ms)")
+    model: str = Field(default=load_rules().defaults.model, alias="model", title=N_("Model (for the estimate)"))
+    engine: str = Field(default=ENGINE_FAMILIES[0], alias="engine", title=N_("Engine (for the estimate)"))
+    quant_method: str = Field(default=AUTO, alias="quant_method", title=N_("Quantization (for the estimate)"))
+    ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", N_("SLO: TTFT p50 target (ms)"))
+    ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", N_("SLO: TTFT p99 target (ms)"))
+    tpot_p50_ms: float = slo_ms_field(_SLO.tpot_p50_ms, "tpot_p50", N_("SLO: TPOT p50 target (ms)"))
 
     @field_validator("measured_rps", mode="before")
     @classmethod

@@ -3,6 +3,7 @@
 from pydantic import BaseModel, ConfigDict
 
 from catalog import load_handbook
+from i18n import Translate, identity
 from tco.cost import Capacity, Fleet, capacity_of, fleet_of
 from tco.inputs import TcoInputs
 
@@ -71,7 +72,7 @@ def prefix_caching_throughput_factor(prompt_reuse: float, prefill_time_share: fl
     return 1 / (1 - prompt_reuse * prefill_time_share)
 
 
-def _lever_specs(inputs: TcoInputs) -> list[tuple[str, str, bool, float, float, str, str]]:
+def _lever_specs(inputs: TcoInputs, tr: Translate = identity) -> list[tuple[str, str, bool, float, float, str, str]]:
     """(key, label, enabled, throughput factor, price factor, effect, source) in the handbook's order."""
     levers = load_handbook().levers
     spec = speculative_throughput_factor(
@@ -81,62 +82,67 @@ def _lever_specs(inputs: TcoInputs) -> list[tuple[str, str, bool, float, float, 
     return [
         (
             "quant",
-            "Quantization (AWQ / FP8)",
+            tr("Quantization (AWQ / FP8)"),
             inputs.quantization,
             1 + inputs.quant_throughput_gain_pct / 100,
             1.0,
-            f"throughput +{inputs.quant_throughput_gain_pct:g}%",
+            tr("throughput +{pct}%").format(pct=f"{inputs.quant_throughput_gain_pct:g}"),
             levers.quantization.source,
         ),
         (
             "prefix",
-            "Prefix caching",
+            tr("Prefix caching"),
             inputs.prefix_caching,
             prefix,
             1.0,
-            f"{inputs.prompt_reuse_pct:g}% of each prompt reused; prefill is {inputs.prefill_time_pct:g}% of GPU time "
-            f"→ throughput ×{prefix:.2f}",
+            tr("{reuse}% of each prompt reused; prefill is {prefill}% of GPU time → throughput ×{factor}").format(
+                reuse=f"{inputs.prompt_reuse_pct:g}", prefill=f"{inputs.prefill_time_pct:g}", factor=f"{prefix:.2f}"
+            ),
             levers.prefix_caching.source,
         ),
         (
             "spec",
-            "Speculative decoding",
+            tr("Speculative decoding"),
             inputs.speculative,
             spec,
             1.0,
-            f"{inputs.acceptance_pct:g}% acceptance, {inputs.speculative_tokens} tokens, break-even "
-            f"{inputs.break_even_acceptance_pct:g}% → throughput ×{spec:.2f}",
+            tr("{accept}% acceptance, {tokens} tokens, break-even {even}% → throughput ×{factor}").format(
+                accept=f"{inputs.acceptance_pct:g}",
+                tokens=inputs.speculative_tokens,
+                even=f"{inputs.break_even_acceptance_pct:g}",
+                factor=f"{spec:.2f}",
+            ),
             levers.speculative_decoding.source,
         ),
         (
             "distill",
-            "Distillation (e.g. 7B → 3B)",
+            tr("Distillation (e.g. 7B → 3B)"),
             inputs.distillation,
             1 / (1 - inputs.distill_cost_cut_pct / 100),
             1.0,
-            f"cost −{inputs.distill_cost_cut_pct:g}% (needs training and evaluation)",
+            tr("cost −{pct}% (needs training and evaluation)").format(pct=f"{inputs.distill_cost_cut_pct:g}"),
             levers.distillation.source,
         ),
         (
             "spot",
-            "Spot GPUs",
+            tr("Spot GPUs"),
             inputs.spot,
             1.0,
             1 - inputs.spot_price_cut_pct / 100,
-            f"price −{inputs.spot_price_cut_pct:g}% (needs graceful preemption)",
+            tr("price −{pct}% (needs graceful preemption)").format(pct=f"{inputs.spot_price_cut_pct:g}"),
             levers.spot.source,
         ),
     ]
 
 
-def lever_chain(inputs: TcoInputs) -> LeverChain:
+def lever_chain(inputs: TcoInputs, tr: Translate = identity) -> LeverChain:
     """Apply the enabled levers in order; every step is priced per request and per year at the entered traffic."""
     base_cap = capacity_of(inputs)
     base_fleet = fleet_of(inputs, base_cap)
     tok_s, price = inputs.output_tok_s_per_replica, inputs.price_per_gpu_hour
     cap, fl = base_cap, base_fleet
     steps: list[LeverStep] = []
-    for key, label, enabled, t_factor, p_factor, effect, source in _lever_specs(inputs):
+    for key, label, enabled, t_factor, p_factor, effect, source in _lever_specs(inputs, tr):
         before_cap, before_fleet = cap, fl
         if enabled:
             tok_s, price = tok_s * t_factor, price * p_factor

@@ -2,6 +2,9 @@
 
 from enum import StrEnum
 
+from i18n import Language
+from i18n.numbers import COMPACT_FROM, format_amount, format_large, split_unit
+
 
 class Currency(StrEnum):
     """Currencies the cost model reports in."""
@@ -18,15 +21,24 @@ def convert(amount: float, source: Currency | str, target: Currency | str, cny_p
     return amount * cny_per_usd if source == Currency.USD else amount / cny_per_usd
 
 
-def format_money(amount: float | None, currency: Currency | str, *, compact: bool = False) -> str:
+def format_money(
+    amount: float | None, currency: Currency | str, *, compact: bool = False, language: Language = "en"
+) -> str:
     """'0.0014 CNY', '7.09 CNY', '10,800 CNY': two significant figures below 1, cents below 100, whole above.
 
-    With compact, a million and more reads '1.30M CNY'.
+    With compact, a million and more reads '1.30M CNY'. In Chinese, amounts read as a Chinese reader expects them:
+    '0.0014 元', '$0.0002', and from 10,000 on in 万 and 亿 ('1.08 万元', '$12.96 万'; compact or not).
     """
     if amount is None:
         return "—"
     code = Currency(currency).value
     magnitude = abs(amount)
+    if language == "zh":
+        if magnitude >= COMPACT_FROM:
+            number, unit = split_unit(format_large(amount, language))
+            return f"{number} {unit}元" if code == "CNY" else f"${number} {unit}"
+        plain = format_money(amount, currency).removesuffix(f" {code}")
+        return format_amount(plain, code, language)
     if compact and magnitude >= 1e6:
         text = f"{amount / 1e9:,.2f}B" if magnitude >= 1e9 else f"{amount / 1e6:,.2f}M"
     elif magnitude == 0:

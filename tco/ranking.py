@@ -14,7 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog import GpuLookupError, find_gpu, load_gpus
-from perf import ENGINE_FAMILIES, Calibration, NoEstimateError, PerfError, PerfRequest, Slo
+from i18n import N_, Translate, identity
+from perf import ENGINE_FAMILIES, Band, Basis, Calibration, NoEstimateError, PerfError, PerfRequest, Slo
+from perf.result import Wording
 from selector import AdviceRequest, SelectorError, advise, gate, get_engine
 from selector.inputs import MIN_CONTEXT_TOKENS
 from selector.quantization import get_quant
@@ -29,6 +31,21 @@ SKIPPED_KINDS = ("cpu", "apple")  # served by CPU or Metal builds, which have no
 PERF_MIN_CONTEXT = 256  # perf asks the advisor for at least this context; the fit check asks the same
 PRICE_SEPARATOR = ":"
 MAX_PRICE = 100_000
+_REASONS: dict[str, Wording] = {}  # why an option was left out, in English -> its wording for other languages
+
+
+def _reason(template: str, **values: str) -> str:
+    """A reason for leaving options out: the English text (the key of `Ranking.skipped`), its wording kept."""
+    wording = Wording(template=template, values=tuple(values.items()))
+    text = wording.worded()
+    _REASONS.setdefault(text, wording)
+    return text
+
+
+def reason_text(reason: str, tr: Translate = identity) -> str:
+    """A key of `Ranking.skipped` in the language of `tr`."""
+    wording = _REASONS.get(reason)
+    return reason if wording is None else wording.worded(tr)
 
 
 class RankBy(StrEnum):
@@ -68,7 +85,7 @@ class CompareInputs(BaseModel):
 
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
 
-    model: str = Field(default=load_rules().defaults.model, alias="model", title="Model")
+    model: str = Field(default=load_rules().defaults.model, alias="model", title=N_("Model"))
     traffic_requests_per_day: float = shared_field(TcoInputs, "traffic_requests_per_day")
     peak_to_average: float = shared_field(TcoInputs, "peak_to_average")
     target_utilization_pct: float = shared_field(TcoInputs, "target_utilization_pct")
@@ -82,13 +99,13 @@ class CompareInputs(BaseModel):
     prices: tuple[str, ...] = Field(
         default=(),
         alias="prices",
-        title="Price overrides",
-        description="<gpu>:<price per GPU-hour in the currency>, comma-separated; replaces the catalog price",
+        title=N_("Price overrides"),
+        description=N_("<gpu>:<price per GPU-hour in the currency>, comma-separated; replaces the catalog price"),
     )
-    engines: tuple[str, ...] = Field(default=ENGINE_FAMILIES, alias="engines", min_length=1, title="Engines")
-    counts: tuple[int, ...] = Field(default=GPU_COUNTS, alias="counts", min_length=1, title="GPU counts")
-    rank_by: RankBy = Field(default=RankBy.PER_MILLION, alias="rank_by", title="Rank by")
-    latency: LatencyAxis = Field(default=LatencyAxis.TPOT, alias="latency", title="Chart latency")
+    engines: tuple[str, ...] = Field(default=ENGINE_FAMILIES, alias="engines", min_length=1, title=N_("Engines"))
+    counts: tuple[int, ...] = Field(default=GPU_COUNTS, alias="counts", min_length=1, title=N_("GPU counts"))
+    rank_by: RankBy = Field(default=RankBy.PER_MILLION, alias="rank_by", title=N_("Rank by"))
+    latency: LatencyAxis = Field(default=LatencyAxis.TPOT, alias="latency", title=N_("Chart latency"))
 
     @field_validator("model", mode="before")
     @classmethod
@@ -169,6 +186,8 @@ class RankedOption(BaseModel):
     band_group: str
     basis_kind: str
     basis_text: str
+    band: Band
+    basis: Basis
     price_per_gpu_hour: float
     price_overridden: bool
     cost_per_million_output_tokens: float
@@ -184,6 +203,18 @@ class RankedOption(BaseModel):
 
     def latency_ms(self, axis: LatencyAxis) -> float:
         return self.tpot_p50_ms if axis == LatencyAxis.TPOT else self.ttft_p50_ms
+
+    def band_group_text(self, tr: Translate = identity) -> str:
+        """`band_group` in the language of `tr`."""
+        return self.band.group_text(tr)
+
+    def basis_kind_text(self, tr: Translate = identity) -> str:
+        """`basis_kind` in the language of `tr`."""
+        return self.basis.kind_text(tr)
+
+    def basis_worded(self, tr: Translate = identity) -> str:
+        """`basis_text` in the language of `tr`."""
+        return self.basis.worded(tr)
 
 
 class Ranking(BaseModel):
@@ -231,19 +262,19 @@ def candidates(inputs: CompareInputs) -> tuple[list[Candidate], Counter[str]]:
     found: list[Candidate] = []
     for gpu in load_gpus():
         if gpu.kind in SKIPPED_KINDS:
-            skipped[f"GPU types of kind {gpu.kind} (no step-time model)"] += 1
+            skipped[_reason(N_("GPU types of kind {kind} (no step-time model)"), kind=gpu.kind)] += 1
             continue
         if gpu.id not in overrides and catalog_price(gpu.id, inputs.currency, inputs.cny_per_usd) is None:
-            skipped["GPU types without a public price (give one in prices)"] += 1
+            skipped[_reason(N_("GPU types without a public price (give one in prices)"))] += 1
             continue
         for engine_id in inputs.engines:
             engine = get_engine(engine_id)
             if not engine.runs_on_gpu(gpu) or not engine.launchable:
-                skipped["engine does not run on the GPU"] += len(inputs.counts)
+                skipped[_reason(N_("engine does not run on the GPU"))] += len(inputs.counts)
                 continue
             for quant in engine.quant_methods:
                 if not gate(quant, gpu).allowed:
-                    skipped["quantization refused by the architecture gate"] += len(inputs.counts)
+                    skipped[_reason(N_("quantization refused by the architecture gate"))] += len(inputs.counts)
                     continue
                 found.extend(Candidate(gpu=gpu.id, gpus=n, engine=engine_id, quant=quant) for n in inputs.counts)
     return found, skipped
@@ -269,14 +300,14 @@ def advised(candidate: Candidate, model: str, context: int) -> tuple[int, str]:
             )
         )
     except SelectorError as exc:
-        return 0, f"the advisor refuses it ({type(exc).__name__})"
+        return 0, _reason(N_("the advisor refuses it ({error})"), error=type(exc).__name__)
     if advice.engine != candidate.engine:
-        return 0, "the advisor does not keep the engine"
+        return 0, _reason(N_("the advisor does not keep the engine"))
     if advice.quantization != candidate.quant:
-        return 0, "the advisor refuses the quantization (engine or model gate)"
+        return 0, _reason(N_("the advisor refuses the quantization (engine or model gate)"))
     memory = advice.memory
     if not memory.fits or memory.nodes > 1 or memory.gpus != candidate.gpus:
-        return 0, "the model does not fit"
+        return 0, _reason(N_("the model does not fit"))
     return memory.split, ""
 
 
@@ -299,9 +330,9 @@ def estimated(
     try:
         return operating_point(request, calibrations)
     except NoEstimateError as exc:
-        return f"no estimate ({exc})"
+        return _reason(N_("no estimate ({error})"), error=str(exc))
     except PerfError as exc:
-        return f"perf refused it ({str(exc).split(':')[0]})"
+        return _reason(N_("perf refused it ({error})"), error=str(exc).split(":")[0])
 
 
 def _price(inputs: CompareInputs, gpu_id: str) -> tuple[float, bool]:
@@ -372,6 +403,8 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
         band_group=est.band.group,
         basis_kind=est.basis.kind,
         basis_text=est.basis.text,
+        band=est.band,
+        basis=est.basis,
         price_per_gpu_hour=price,
         price_overridden=overridden,
         cost_per_million_output_tokens=cap.cost_per_million_output_tokens,
@@ -416,7 +449,7 @@ def rank(
             continue
         shape = (candidate.gpu, split, candidate.engine, candidate.quant)
         if shape in seen:  # e.g. 8 GPUs as two copies of 4: the same replica as the 4-GPU option
-            skipped["the same replica as a smaller count"] += 1
+            skipped[_reason(N_("the same replica as a smaller count"))] += 1
             continue
         seen.add(shape)
         point = estimated(

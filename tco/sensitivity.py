@@ -2,6 +2,7 @@
 
 from pydantic import BaseModel, ConfigDict
 
+from i18n import N_
 from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs
 
@@ -10,13 +11,13 @@ THROUGHPUT_CURVE_FACTORS = (0.25, 0.35, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 2.5,
 
 # field -> (label, integer?, lower bound, upper bound)
 _SWUNG: dict[str, tuple[str, bool, float, float]] = {
-    "price_per_gpu_hour": ("Price per GPU-hour", False, 1e-9, float("inf")),
-    "output_tok_s_per_replica": ("Throughput", False, 1e-9, float("inf")),
-    "out_tokens_per_request": ("Output tokens per request", True, 1, float("inf")),
-    "gpus_per_replica": ("GPUs per replica", True, 1, float("inf")),
-    "traffic_requests_per_day": ("Traffic", False, 0, float("inf")),
-    "peak_to_average": ("Peak-to-average", False, 1, float("inf")),
-    "target_utilization_pct": ("Target utilization", False, 1e-9, 100),
+    "price_per_gpu_hour": (N_("Price per GPU-hour"), False, 1e-9, float("inf")),
+    "output_tok_s_per_replica": (N_("Throughput"), False, 1e-9, float("inf")),
+    "out_tokens_per_request": (N_("Output tokens per request"), True, 1, float("inf")),
+    "gpus_per_replica": (N_("GPUs per replica"), True, 1, float("inf")),
+    "traffic_requests_per_day": (N_("Traffic"), False, 0, float("inf")),
+    "peak_to_average": (N_("Peak-to-average"), False, 1, float("inf")),
+    "target_utilization_pct": (N_("Target utilization"), False, 1e-9, 100),
 }
 
 

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from i18n import Translate, identity
 from perf import ENGINE_FAMILIES, Calibration, Estimate, LevelEstimate, PerfError, PerfRequest, Slo, estimate
 from selector import AUTO, CUSTOM_MODEL, Advice, advise, get_engine
 from tco.inputs import CUSTOM_GPU, TcoInputs
@@ -35,25 +36,40 @@ class OperatingPoint(BaseModel):
         """Output tokens/s per replica at this point, as a link carries it."""
         return link_tps(self.level.output_tok_s)
 
-    @property
-    def band_text(self) -> str:
-        """'band 0.58–1.15× of the estimate (8 in 10 held-out vllm|Hopper measurements)'."""
+    def band_words(self, tr: Translate = identity) -> str:
+        """'band 0.58–1.15× of the estimate (8 in 10 held-out vllm|Hopper measurements fell within)'."""
         band = self.estimate.band
-        return (
-            f"band {band.low_ratio:.2f}–{band.high_ratio:.2f}× of the estimate "
-            f"(8 in 10 held-out {band.group} measurements fell within)"
+        return tr("band {low}–{high}× of the estimate (8 in 10 held-out {group} measurements fell within)").format(
+            low=f"{band.low_ratio:.2f}", high=f"{band.high_ratio:.2f}", group=band.group_text(tr)
+        )
+
+    def short_label_text(self, tr: Translate = identity) -> str:
+        """'estimate (band 0.58–1.15×, basis fitted)'."""
+        band = self.estimate.band
+        return tr("estimate (band {low}–{high}×, basis {basis})").format(
+            low=f"{band.low_ratio:.2f}", high=f"{band.high_ratio:.2f}", basis=self.estimate.basis.kind_text(tr)
+        )
+
+    def label_text(self, tr: Translate = identity) -> str:
+        """'estimate: band 0.58–1.15× ...; basis fitted: ...': how a page names the number."""
+        return tr("estimate: {band}; basis {basis}").format(
+            band=self.band_words(tr), basis=self.estimate.basis.worded(tr)
         )
 
     @property
+    def band_text(self) -> str:
+        """The band in English (band_words)."""
+        return self.band_words()
+
+    @property
     def short_label(self) -> str:
-        """'estimate (band 0.58–1.15×, basis fitted)'."""
-        band = self.estimate.band
-        return f"estimate (band {band.low_ratio:.2f}–{band.high_ratio:.2f}×, basis {self.estimate.basis.kind})"
+        """The short label in English (short_label_text)."""
+        return self.short_label_text()
 
     @property
     def label(self) -> str:
-        """'estimate: band 0.58–1.15× ...; basis fitted: ...': how a page names the number."""
-        return f"estimate: {self.band_text}; basis {self.estimate.basis.text}"
+        """The label in English (label_text)."""
+        return self.label_text()
 
 
 def level_at(est: Estimate, concurrency: int) -> LevelEstimate | None:

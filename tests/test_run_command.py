@@ -21,6 +21,8 @@ COPIED = [
     "db",
     "selector",
     "probes",
+    "perf",
+    "i18n",
 ]
 
 

@@ -10,6 +10,7 @@ from perf import Calibration, MeasuredLevel, PerfError, PerfRequest
 from perf.measured import side_by_side
 from perf.result import Estimate
 from probes.models import LevelResult, RunResult
+from ui.lang import _
 from ui.resources import get_engine
 from ui.text import escape_markdown
 
@@ -74,27 +75,31 @@ def estimate_vs_measured(result: RunResult) -> None:
         engine=str(deployment.engine),
         quant=str(deployment.quant),
     )
-    with st.expander("Estimated against measured", expanded=True):
+    with st.expander(_("Estimated against measured"), expanded=True):
         try:
             est, pairs = side_by_side(request, measured, stored_calibrations(excluding=result.run_id))
         except PerfError as exc:
-            st.info(f"No estimate for this deployment: {escape_markdown(str(exc))}", icon="ℹ️")
+            st.info(_("No estimate for this deployment: {reason}").format(reason=escape_markdown(str(exc))), icon="ℹ️")
             return
         st.caption(_label(est, result))
         rows = []
         for pair in pairs:
             m, e = pair.measured, pair.estimated
-            load = f"{m.request_rate_rps:g} req/s" if m.request_rate_rps else f"concurrency {m.concurrency}"
+            load = (
+                _("{rate} req/s").format(rate=f"{m.request_rate_rps:g}")
+                if m.request_rate_rps
+                else _("concurrency {concurrency}").format(concurrency=m.concurrency)
+            )
             rows.append(
                 {
-                    "Load": load,
-                    "Output tok/s measured": m.output_tok_s,
-                    "Output tok/s estimated": e.output_tok_s if e else None,
-                    "Measured / estimated": pair.tok_s_ratio,
-                    "TTFT p50 ms measured": m.ttft_p50_ms,
-                    "TTFT p50 ms estimated": e.ttft_ms.p50 if e else None,
-                    "TPOT p50 ms measured": m.tpot_p50_ms,
-                    "TPOT p50 ms estimated": e.tpot_ms.p50 if e else None,
+                    _("Load"): load,
+                    _("Output tok/s measured"): m.output_tok_s,
+                    _("Output tok/s estimated"): e.output_tok_s if e else None,
+                    _("Measured / estimated"): pair.tok_s_ratio,
+                    _("TTFT p50 ms measured"): m.ttft_p50_ms,
+                    _("TTFT p50 ms estimated"): e.ttft_ms.p50 if e else None,
+                    _("TPOT p50 ms measured"): m.tpot_p50_ms,
+                    _("TPOT p50 ms estimated"): e.tpot_ms.p50 if e else None,
                 }
             )
         st.dataframe(
@@ -102,11 +107,11 @@ def estimate_vs_measured(result: RunResult) -> None:
             hide_index=True,
             key=f"runs.vs.{result.run_id}",
             column_config={
-                "Measured / estimated": st.column_config.NumberColumn(format="%.2f×"),
+                _("Measured / estimated"): st.column_config.NumberColumn(format="%.2f×"),
                 **{
                     name: st.column_config.NumberColumn(format="%.1f")
                     for name in rows[0]
-                    if name not in {"Load", "Measured / estimated"}
+                    if name not in {_("Load"), _("Measured / estimated")}
                 },
             },
         )
@@ -114,9 +119,15 @@ def estimate_vs_measured(result: RunResult) -> None:
 
 def _label(est: Estimate, result: RunResult) -> str:
     band = est.band
-    return (
-        f"Measured: this run (`{result.run_id}`). Estimated: perf's estimate of the same load at the run's mean "
-        f"request lengths ({est.request.input_tokens} in, {est.request.output_tokens} out); 8 in 10 held-out "
-        f"measurements fell within {band.low_ratio:.2f}–{band.high_ratio:.2f}× of such estimates. Basis: "
-        f"{escape_markdown(est.basis.text)}. This run now calibrates later estimates of this deployment."
+    return _(
+        "Measured: this run (`{run_id}`). Estimated: perf's estimate of the same load at the run's mean request "
+        "lengths ({inputs} in, {outputs} out); 8 in 10 held-out measurements fell within {low}–{high}× of such "
+        "estimates. Basis: {basis}. This run now calibrates later estimates of this deployment."
+    ).format(
+        run_id=result.run_id,
+        inputs=est.request.input_tokens,
+        outputs=est.request.output_tokens,
+        low=f"{band.low_ratio:.2f}",
+        high=f"{band.high_ratio:.2f}",
+        basis=escape_markdown(est.basis.worded(_)),
     )

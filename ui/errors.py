@@ -5,6 +5,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from ui.lang import _
+
 log = logging.getLogger("ui")
 
 
@@ -23,7 +25,9 @@ def guarded(body: Callable[[], None]) -> None:
     except Exception as exc:  # the page edge (st.rerun / st.stop are BaseExceptions and pass through)
         log.exception("page failed")
         st.error(
-            f"Something went wrong while drawing this page ({type(exc).__name__}: {exc}). "
-            "Your inputs are kept in the URL; change one and try again, or report it with the link.",
+            _(
+                "Something went wrong while drawing this page ({error}). Your inputs are kept in the URL; change one "
+                "and try again, or report it with the link."
+            ).format(error=f"{type(exc).__name__}: {exc}"),
             icon="🚫",
         )

@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from i18n import N_, Translate, identity
+
 M = TypeVar("M", bound=BaseModel)
 
 LIST_SEPARATOR = ","
@@ -48,7 +50,7 @@ def _shown(raw: object) -> str:
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
 
-def allowed_range(field: FieldInfo) -> str:
+def allowed_range(field: FieldInfo, tr: Translate = identity) -> str:
     """A number field's bounds as a person reads them ('from 1 to 4096', 'more than 0'); '' when unbounded."""
     bounds: dict[str, object] = {}
     for item in field.metadata:
@@ -56,9 +58,44 @@ def allowed_range(field: FieldInfo) -> str:
             if getattr(item, name, None) is not None:
                 bounds[name] = getattr(item, name)
     if "ge" in bounds and "le" in bounds:
-        return f"from {format_value(bounds['ge'])} to {format_value(bounds['le'])}"
-    words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
-    return " and ".join(f"{words[name]} {format_value(value)}" for name, value in bounds.items())
+        return tr("from {low} to {high}").format(low=format_value(bounds["ge"]), high=format_value(bounds["le"]))
+    words = {
+        "ge": N_("at least {limit}"),
+        "gt": N_("more than {limit}"),
+        "le": N_("at most {limit}"),
+        "lt": N_("less than {limit}"),
+    }
+    return tr(" and ").join(tr(words[name]).format(limit=format_value(value)) for name, value in bounds.items())
+
+
+# Pydantic's error types, as a reason in the page's language (English keeps pydantic's own words).
+_REASONS = {
+    "greater_than": (N_("must be more than {limit}"), "gt"),
+    "greater_than_equal": (N_("must be at least {limit}"), "ge"),
+    "less_than": (N_("must be less than {limit}"), "lt"),
+    "less_than_equal": (N_("must be at most {limit}"), "le"),
+    "float_parsing": (N_("must be a number"), ""),
+    "float_type": (N_("must be a number"), ""),
+    "finite_number": (N_("must be a finite number"), ""),
+    "int_parsing": (N_("must be a whole number"), ""),
+    "int_type": (N_("must be a whole number"), ""),
+    "int_from_float": (N_("must be a whole number"), ""),
+    "bool_parsing": (N_("must be true or false"), ""),
+    "enum": (N_("must be one of {limit}"), "expected"),
+    "literal_error": (N_("must be one of {limit}"), "expected"),
+    "string_too_long": (N_("must be at most {limit} characters"), "max_length"),
+}
+
+
+def _reason(error: Mapping[str, Any], tr: Translate) -> str:
+    """Why a value was refused: pydantic's message, or its translation when the page's language has one."""
+    reason = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    known = _REASONS.get(str(error.get("type")))
+    if known is None or tr(known[0]) == known[0]:
+        return reason
+    template, key = known
+    limit = (error.get("ctx") or {}).get(key, "") if key else ""
+    return tr(template).format(limit=format_value(limit))
 
 
 def format_value(value: object) -> str:
@@ -88,27 +125,31 @@ def _prepare(model_cls: type[BaseModel], raw: Mapping[str, object]) -> dict[str,
     return prepared
 
 
-def _error_message(model_cls: type[BaseModel], alias: str, error: Mapping[str, Any], raw: object, source: str) -> str:
-    label = field_label(model_cls, alias)
-    reason = str(error.get("msg", "invalid value"))
-    if reason.startswith("Value error, "):
-        reason = reason.removeprefix("Value error, ")
+def _error_message(
+    model_cls: type[BaseModel], alias: str, error: Mapping[str, Any], raw: object, source: str, tr: Translate
+) -> str:
+    label = tr(field_label(model_cls, alias))
+    reason = _reason(error, tr)
     field = next((f for n, f in model_cls.model_fields.items() if field_alias(n, f) == alias), None)
-    bounds = allowed_range(field) if field is not None and error.get("type") not in _BOUND_ERRORS else ""
-    allowed = f" Allowed: {bounds}." if bounds else ""
+    bounds = allowed_range(field, tr) if field is not None and error.get("type") not in _BOUND_ERRORS else ""
+    allowed = tr(" Allowed: {bounds}.").format(bounds=bounds) if bounds else ""
     if source == "url":
         default = format_value(field.get_default(call_default_factory=True)) if field is not None else ""
-        instead = f"the default ({_shown(default)})" if default else "the default"
-        return f"URL parameter `{alias}` ({label}): {reason}; got '{_shown(raw)}'.{allowed} Using {instead} instead."
-    return f"{label}: {reason}; you entered '{_shown(raw)}'.{allowed}"
+        instead = tr("the default ({value})").format(value=_shown(default)) if default else tr("the default")
+        return tr("URL parameter `{alias}` ({label}): {reason}; got '{raw}'.{allowed} Using {instead} instead.").format(
+            alias=alias, label=label, reason=reason, raw=_shown(raw), allowed=allowed, instead=instead
+        )
+    return tr("{label}: {reason}; you entered '{raw}'.{allowed}").format(
+        label=label, reason=reason, raw=_shown(raw), allowed=allowed
+    )
 
 
 def validate_params(
-    model_cls: type[M], raw: Mapping[str, object], *, source: str = "url"
+    model_cls: type[M], raw: Mapping[str, object], *, source: str = "url", tr: Translate = identity
 ) -> tuple[M, list[str], dict[str, object]]:
     """Build the model from raw values; each invalid value is dropped (its default used) and named in a message.
 
-    Returns the model, the messages, and the raw values that were rejected (alias -> value).
+    Returns the model, the messages (worded by `tr`), and the raw values that were rejected (alias -> value).
     """
     values = _prepare(model_cls, raw)
     messages: list[str] = []
@@ -127,13 +168,17 @@ def validate_params(
                 if alias in values:
                     dropped_now.add(alias)
                     rejected[alias] = raw.get(alias, values[alias])
-                    messages.append(_error_message(model_cls, alias, error, rejected[alias], source))
+                    messages.append(_error_message(model_cls, alias, error, rejected[alias], source, tr))
                     values.pop(alias)
                     dropped = True
                 elif not loc or alias not in values:
                     # A rule across several fields: name it and fall back to every default.
                     reason = str(error.get("msg", "invalid combination")).removeprefix("Value error, ")
-                    messages.append(f"{reason}. Using the defaults instead." if source == "url" else reason + ".")
+                    messages.append(
+                        tr("{reason}. Using the defaults instead.").format(reason=reason)
+                        if source == "url"
+                        else reason + "."
+                    )
                     rejected.update(values)
                     values = {}
                     dropped = True

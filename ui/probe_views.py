@@ -11,6 +11,7 @@ from pydantic.fields import FieldInfo
 from streamlit.delta_generator import DeltaGenerator
 
 from db.runs import error_summary, get_run, load_samples, sample_counts
+from i18n import N_
 from probes.baseline import scaling_sentence
 from probes.deployment import deployment_text
 from probes.export import levels_csv, result_json, samples_csv, turns_csv
@@ -28,6 +29,9 @@ from probes.figures import (
 from probes.form import cost_params, default_cost_level
 from probes.models import RunResult, RunStatus
 from probes.options import allowed_text, limits_of, max_length_of
+from probes.wording import note_text
+from ui.concepts import concept_note
+from ui.lang import _
 from ui.params import field_alias
 from ui.resources import get_engine
 from ui.state import PageState
@@ -40,6 +44,21 @@ STATUS_ICONS = {
     RunStatus.INTERRUPTED: ":material/warning:",
     RunStatus.RUNNING: ":material/pending:",
 }
+STATUS_NAMES = {  # a run's status as the lists show it (the stored value stays English)
+    RunStatus.COMPLETED: N_("completed"),
+    RunStatus.CANCELLED: N_("cancelled"),
+    RunStatus.FAILED: N_("failed"),
+    RunStatus.INTERRUPTED: N_("interrupted"),
+    RunStatus.RUNNING: N_("running"),
+}
+
+
+def status_name(status: str) -> str:
+    """A stored status ('completed') in the session's language."""
+    try:
+        return _(STATUS_NAMES[RunStatus(status)])
+    except ValueError:
+        return status
 
 
 def form_field(model_cls: type[BaseModel], alias: str) -> FieldInfo:
@@ -50,10 +69,19 @@ def form_field(model_cls: type[BaseModel], alias: str) -> FieldInfo:
     raise KeyError(alias)
 
 
+def field_label(field: FieldInfo, alias: str) -> str:
+    """A widget's label: the field's title in the session's language (the alias when it has none)."""
+    return _(field.title) if field.title else alias
+
+
 def field_help(field: FieldInfo, hint: str = "") -> str:
-    """A widget's help: the field's description, a page hint, and the values it allows."""
-    allowed = allowed_text(field) if field.annotation is not bool else None
-    parts = [field.description or "", hint, f"Allowed: {allowed}." if allowed else ""]
+    """A widget's help: the field's description, a page hint, and the values it allows (in the session's language)."""
+    allowed = allowed_text(field, _) if field.annotation is not bool else None
+    parts = [
+        _(field.description) if field.description else "",
+        hint,
+        _("Allowed: {values}.").format(values=allowed) if allowed else "",
+    ]
     return " ".join(part for part in parts if part)
 
 
@@ -81,7 +109,12 @@ def number_field(
     if field.default is None:
         bounds.update(value=None, placeholder=placeholder)
     where.number_input(
-        field.title or alias, key=state.key(alias), step=as_type(step), format=fmt, help=field_help(field), **bounds
+        field_label(field, alias),
+        key=state.key(alias),
+        step=as_type(step),
+        format=fmt,
+        help=field_help(field),
+        **bounds,
     )
 
 
@@ -92,7 +125,7 @@ def text_field(
     field = form_field(state.model_cls, alias)
     max_chars = max_length_of(field)
     where.text_input(
-        field.title or alias,
+        field_label(field, alias),
         key=state.key(alias),
         max_chars=max_chars,
         placeholder=placeholder,
@@ -101,24 +134,30 @@ def text_field(
 
 
 def choice_field(where: DeltaGenerator, state: PageState[Any], alias: str, labels: Mapping[str, str]) -> None:
-    """A select box over the field's values, shown by their labels."""
+    """A select box over the field's values, shown by their labels (marked texts, translated here)."""
     field = form_field(state.model_cls, alias)
+    shown = {value: _(label) for value, label in labels.items()}  # worded now: format_func may run outside the page
     where.selectbox(
-        field.title or alias, list(labels), key=state.key(alias), format_func=labels.__getitem__, help=field_help(field)
+        field_label(field, alias),
+        list(labels),
+        key=state.key(alias),
+        format_func=shown.__getitem__,
+        help=field_help(field),
     )
 
 
 def catalog_field(
     where: DeltaGenerator, state: PageState[Any], alias: str, names: Mapping[str, str], *, placeholder: str
 ) -> None:
-    """A select box over catalog ids shown by their names, empty until one is picked."""
+    """A select box over catalog ids shown by their names, empty until one is picked (a marked name is translated)."""
     field = form_field(state.model_cls, alias)
+    shown = {value: _(name) for value, name in names.items()}  # worded now: format_func may run outside the page
     where.selectbox(
-        field.title or alias,
+        field_label(field, alias),
         list(names),
         key=state.key(alias),
         index=None,
-        format_func=lambda value: names.get(value, value),
+        format_func=lambda value: shown.get(value, value),
         placeholder=placeholder,
         help=field_help(field),
     )
@@ -127,7 +166,7 @@ def catalog_field(
 def toggle_field(where: DeltaGenerator, state: PageState[Any], alias: str) -> None:
     """A toggle for a true/false field."""
     field = form_field(state.model_cls, alias)
-    where.toggle(field.title or alias, key=state.key(alias), help=field_help(field))
+    where.toggle(field_label(field, alias), key=state.key(alias), help=field_help(field))
 
 
 def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
@@ -138,16 +177,23 @@ def run_status_message(result: RunResult) -> None:
     """Say plainly how the run ended (failed runs: what went wrong and what to do)."""
     if result.status == RunStatus.FAILED:
         st.error(
-            f"The probe failed: {result.error or 'unknown error'}. Check the endpoint URL, that the server is "
-            "running and reachable from this machine, and the API key; **Test connection** tells more.",
+            _(
+                "The probe failed: {error}. Check the endpoint URL, that the server is running and reachable from "
+                "this machine, and the API key; **Test connection** tells more."
+            ).format(error=note_text(result.error, _) if result.error else _("unknown error")),
             icon="🚫",
         )
     elif result.status == RunStatus.CANCELLED:
-        st.warning("The probe was cancelled; the requests that finished before are kept below.", icon="⏹️")
+        st.warning(_("The probe was cancelled; the requests that finished before are kept below."), icon="⏹️")
     elif result.status == RunStatus.INTERRUPTED:
-        st.warning(f"The probe was interrupted: {result.error or 'the app stopped'}.", icon="⚠️")
+        st.warning(
+            _("The probe was interrupted: {reason}.").format(
+                reason=note_text(result.error, _) if result.error else _("the app stopped")
+            ),
+            icon="⚠️",
+        )
     elif result.status == RunStatus.RUNNING:
-        st.info("This run is still running; figures cover the levels finished so far.", icon="⏳")
+        st.info(_("This run is still running; figures cover the levels finished so far."), icon="⏳")
 
 
 def headline(result: RunResult) -> None:
@@ -158,59 +204,65 @@ def headline(result: RunResult) -> None:
     settings = result.settings
     if settings.trace_mode or settings.sessions_mode:
         what = (
-            f"{settings.sessions} sessions × {settings.turns} turns"
+            _("{sessions} sessions × {turns} turns").format(sessions=settings.sessions, turns=settings.turns)
             if settings.sessions_mode
-            else f"trace {settings.trace or ''} at {settings.trace_speed:g}×"
+            else _("trace {trace} at {speed}×").format(trace=settings.trace or "", speed=f"{settings.trace_speed:g}")
         )
         met = [lv.slo.met for lv in result.levels]
         cols[0].metric(
             "SLO",
-            ("met" if all(met) else "missed") if met else "not measured",
+            (_("met") if all(met) else _("missed")) if met else _("not measured"),
             border=True,
-            help=f"Whether the level ({what}) met the TTFT p50, TTFT p99, TPOT p50 and failure targets.",
+            help=_("Whether the level ({load}) met the TTFT p50, TTFT p99, TPOT p50 and failure targets.").format(
+                load=what
+            ),
         )
     elif rates:
         best_rate = result.best_request_rate_within_slo_rps
         search = result.rate_search
         cols[0].metric(
-            "Max request rate in SLO",
-            "none" if best_rate is None else f"{best_rate:,.4g} req/s",
+            _("Max request rate in SLO"),
+            _("none") if best_rate is None else _("{rate} req/s").format(rate=f"{best_rate:,.4g}"),
             border=True,
-            help="The highest request rate whose level met the TTFT p50, TTFT p99, TPOT p50 and failure targets."
-            + (f" Search: {search.stop_detail}." if search is not None else ""),
+            help=_("The highest request rate whose level met the TTFT p50, TTFT p99, TPOT p50 and failure targets.")
+            + (
+                " " + _("Search: {detail}.").format(detail=note_text(search.stop_detail, _))
+                if search is not None
+                else ""
+            ),
         )
     else:
         cols[0].metric(
-            "Max concurrency in SLO",
-            "none" if result.best_concurrency_within_slo is None else str(result.best_concurrency_within_slo),
+            _("Max concurrency in SLO"),
+            _("none") if result.best_concurrency_within_slo is None else str(result.best_concurrency_within_slo),
             border=True,
-            help="The highest level whose TTFT p50, TTFT p99, TPOT p50 and failure share met the targets.",
+            help=_("The highest level whose TTFT p50, TTFT p99, TPOT p50 and failure share met the targets."),
         )
     if shown is None:
         at = ""
     elif shown.request_rate_rps is not None:
-        at = f" at {shown.request_rate_rps:g} req/s"
+        at = _(" at {rate} req/s").format(rate=f"{shown.request_rate_rps:g}")
     else:
-        at = f" at concurrency {shown.concurrency}"
+        at = _(" at concurrency {level}").format(level=shown.concurrency)
     cols[1].metric(
-        "Output tokens/s",
+        _("Output tokens/s"),
         _fmt(shown.output_tok_s if shown else None),
         border=True,
-        help=f"Output tokens over the level's wall time{at}.",
+        help=_("Output tokens over the level's wall time{at}.").format(at=at),
     )
     cols[2].metric(
         "TTFT p50",
         _fmt(shown.ttft_ms.p50 if shown else None, " ms"),
         border=True,
-        help=f"Time to first token, median{at}.",
+        help=_("Time to first token, median{at}.").format(at=at),
     )
     cols[3].metric(
         "TPOT p50",
         _fmt(shown.tpot_ms.p50 if shown else None, " ms", 2),
         border=True,
-        help=f"Time per output token after the first, median{at}.",
+        help=_("Time per output token after the first, median{at}.").format(at=at),
     )
-    sentence = scaling_sentence(result)
+    sentence = scaling_sentence(result, _)
     if sentence:
         st.caption(sentence)
 
@@ -220,40 +272,50 @@ def cost_this(result: RunResult, key: str) -> None:
     default = default_cost_level(result)
     levels = {lv.index: lv for lv in result.levels if lv.output_tok_s and lv.completed}
     if default is None:
-        st.caption("No level produced output tokens, so there is nothing to cost.")
+        st.caption(_("No level produced output tokens, so there is nothing to cost."))
         return
     if st.session_state.get(key) not in levels:
         st.session_state[key] = default.index
 
     def label(index: int) -> str:
         level = levels[index]
+        tok_s = f"{level.output_tok_s:,.1f}"
         if level.request_rate_rps is not None:
             best = level.request_rate_rps == result.best_request_rate_within_slo_rps
-            return f"{level.request_rate_rps:g} req/s: {level.output_tok_s:,.1f} tok/s" + (
-                " (highest rate within SLO)" if best else ""
+            rate = f"{level.request_rate_rps:g}"
+            if best:
+                return _("{rate} req/s: {tok_s} tok/s (highest rate within SLO)").format(rate=rate, tok_s=tok_s)
+            return _("{rate} req/s: {tok_s} tok/s").format(rate=rate, tok_s=tok_s)
+        if level.concurrency == result.best_concurrency_within_slo:
+            return _("concurrency {level}: {tok_s} tok/s (highest within SLO)").format(
+                level=level.concurrency, tok_s=tok_s
             )
-        mark = " (highest within SLO)" if level.concurrency == result.best_concurrency_within_slo else ""
-        return f"concurrency {level.concurrency}: {level.output_tok_s:,.1f} tok/s{mark}"
+        return _("concurrency {level}: {tok_s} tok/s").format(level=level.concurrency, tok_s=tok_s)
 
+    labels = {index: label(index) for index in levels}  # worded now: format_func may run outside the page
     left, right = st.columns([2, 1], vertical_alignment="bottom")
     chosen = left.selectbox(
-        "Level to cost",
+        _("Level to cost"),
         list(levels),
         key=key,
-        format_func=label,
-        help="By default the highest rate (or concurrency) within SLO.",
+        format_func=labels.__getitem__,
+        help=_("By default the highest rate (or concurrency) within SLO."),
     )
     level = levels[chosen]
     params = cost_params(level, result.run_id)
-    right.page_link("views/tco.py", label="Cost this", icon=":material/payments:", query_params=params)
+    right.page_link("views/tco.py", label=_("Cost this"), icon=":material/payments:", query_params=params)
     if result.best_concurrency_within_slo is None and result.best_request_rate_within_slo_rps is None:
-        st.caption("No level met the SLO; the default is the level with the highest throughput.")
+        st.caption(_("No level met the SLO; the default is the level with the highest throughput."))
     what = (
-        "requests/s this endpoint served within the SLO, as one replica"
+        _("requests/s this endpoint served within the SLO, as one replica")
         if "rps" in params
-        else "throughput of this endpoint as one replica"
+        else _("throughput of this endpoint as one replica")
     )
-    st.caption("Opens the cost calculator with " + ", ".join(f"`{k}={v}`" for k, v in params.items()) + f" ({what}).")
+    st.caption(
+        _("Opens the cost calculator with {params} ({what}).").format(
+            params=", ".join(f"`{k}={v}`" for k, v in params.items()), what=what
+        )
+    )
 
 
 def run_details(result: RunResult, key: str) -> None:
@@ -261,17 +323,20 @@ def run_details(result: RunResult, key: str) -> None:
     run_status_message(result)
     if not result.levels:
         if result.status != RunStatus.FAILED:
-            st.info("No level finished, so there is nothing to chart yet.", icon="ℹ️")
+            st.info(_("No level finished, so there is nothing to chart yet."), icon="ℹ️")
         _errors_table(result, key)
         return
     headline(result)
-    latency, throughput, table, errors = st.tabs(["Latency", "Throughput", "Levels", "Errors"])
+    latency, throughput, table, errors = st.tabs([_("Latency"), _("Throughput"), _("Levels"), _("Errors")])
     with latency:
-        st.plotly_chart(latency_figure([result]), key=f"{key}.fig.latency")
+        st.plotly_chart(latency_figure([result], _), key=f"{key}.fig.latency")
+        concept_note("ttft_tpot")
     with throughput:
-        st.plotly_chart(throughput_figure([result]), key=f"{key}.fig.throughput")
+        st.plotly_chart(throughput_figure([result], _), key=f"{key}.fig.throughput")
+        concept_note("continuous_batching")
     with table:
-        st.dataframe(pd.DataFrame(level_rows(result)), hide_index=True, key=f"{key}.levels")
+        st.dataframe(pd.DataFrame(level_rows(result, _)), hide_index=True, key=f"{key}.levels")
+        concept_note("goodput")
     with errors:
         _errors_table(result, key)
     if result.settings.trace_mode:
@@ -283,7 +348,8 @@ def run_details(result: RunResult, key: str) -> None:
 
 def _turns(result: RunResult, key: str) -> None:
     """Sessions: the figures per turn index, and the server's prefix-cache hit ratio when it reported one."""
-    st.markdown("**By turn**")
+    st.markdown("**" + _("By turn") + "**")
+    concept_note("prefix_caching")
     ratios = [lv.server_metrics.prefix_cache_hit_ratio for lv in result.levels if lv.server_metrics]
     ratio = next((r for r in ratios if r is not None), None)
     first = next((t for lv in result.levels for t in lv.turns or [] if t.turn == 1), None)
@@ -291,18 +357,24 @@ def _turns(result: RunResult, key: str) -> None:
     parts = []
     if first is not None and first.ttft_ms_p50 and later:
         parts.append(
-            f"TTFT p50 of turn 1: {first.ttft_ms_p50:,.0f} ms; of the later turns: "
-            f"{min(later):,.0f}–{max(later):,.0f} ms, though their prompts carry the whole history"
+            _(
+                "TTFT p50 of turn 1: {first} ms; of the later turns: {low}–{high} ms, though their prompts carry the "
+                "whole history"
+            ).format(first=f"{first.ttft_ms_p50:,.0f}", low=f"{min(later):,.0f}", high=f"{max(later):,.0f}")
         )
     parts.append(
-        f"the server's prefix-cache hit ratio over the level: {ratio:.0%}"
+        _("the server's prefix-cache hit ratio over the level: {ratio}").format(ratio=f"{ratio:.0%}")
         if ratio is not None
-        else "the server's /metrics gave no prefix-cache hit ratio"
+        else _("the server's /metrics gave no prefix-cache hit ratio")
     )
-    st.caption("; ".join(parts) + ".")
+    cache = parts[-1]
+    if len(parts) > 1:
+        st.caption(_("{turns}; {cache}.").format(turns=parts[0], cache=cache))
+    else:
+        st.caption(_("{cache}.").format(cache=cache))
     left, right = st.columns([3, 2])
-    left.plotly_chart(turns_figure(result), key=f"{key}.fig.turns")
-    right.dataframe(pd.DataFrame(turn_rows(result)), hide_index=True, key=f"{key}.turns")
+    left.plotly_chart(turns_figure(result, _), key=f"{key}.fig.turns")
+    right.dataframe(pd.DataFrame(turn_rows(result, _)), hide_index=True, key=f"{key}.turns")
 
 
 def _replay_figures(result: RunResult) -> None:
@@ -311,14 +383,16 @@ def _replay_figures(result: RunResult) -> None:
     if level is None or level.schedule_lag_ms is None:
         return
     lag = level.schedule_lag_ms
-    why = (
+    why = _(
         "Send lag: how late a request left after its time in the trace (divided by the speed); a high one means "
         "the probe could not keep up, and the server saw a gentler load than the trace's."
     )
     left, mid, right = st.columns(3)
-    left.metric("Requests replayed", f"{level.requests:,}", border=True, help="The requests of the trace's slice.")
-    for where, name, value in ((mid, "p50", lag.p50), (right, "p99", lag.p99)):
-        where.metric(f"Send lag {name}", "—" if value is None else f"{value:,.1f} ms", border=True, help=why)
+    left.metric(
+        _("Requests replayed"), f"{level.requests:,}", border=True, help=_("The requests of the trace's slice.")
+    )
+    for where, name, value in ((mid, _("Send lag p50"), lag.p50), (right, _("Send lag p99"), lag.p99)):
+        where.metric(name, "—" if value is None else f"{value:,.1f} ms", border=True, help=why)
 
 
 def _timeline(result: RunResult, key: str) -> None:
@@ -327,20 +401,24 @@ def _timeline(result: RunResult, key: str) -> None:
     if not result.samples and result.run_id:
         result = result.model_copy(update={"samples": load_samples(get_engine(), result.run_id)})
     if result.samples:
-        st.plotly_chart(timeline_figure(result), key=f"{key}.fig.timeline")
+        st.plotly_chart(timeline_figure(result, _), key=f"{key}.fig.timeline")
     for note in result.notes:
-        st.info(note, icon="ℹ️")
+        st.info(note_text(note, _), icon="ℹ️")
 
 
 def _errors_table(result: RunResult, key: str) -> None:
     if result.samples or not result.run_id:
-        rows, total = error_rows(result), len(result.samples)
-    else:  # a stored run opened without its samples: count in the database
-        rows, (total, _) = error_summary(get_engine(), result.run_id), sample_counts(get_engine(), result.run_id)
+        rows, total = error_rows(result, _), len(result.samples)
+    else:  # a stored run opened without its samples: count in the database (English keys, those of error_rows)
+        stored, (total, _failed) = (
+            error_summary(get_engine(), result.run_id),
+            sample_counts(get_engine(), result.run_id),
+        )
+        rows = [{_(column): value for column, value in row.items()} for row in stored]
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}.errors")
     elif total:
-        st.caption("Every request succeeded.")
+        st.caption(_("Every request succeeded."))
 
 
 def full_run(result: RunResult) -> RunResult:
@@ -352,28 +430,35 @@ def full_run(result: RunResult) -> RunResult:
 
 def comparison(results: Sequence[RunResult], key: str) -> None:
     """Two or more runs overlaid on the same charts, and their levels side by side."""
-    latency, throughput, table = st.tabs(["Latency", "Throughput", "Levels side by side"])
+    latency, throughput, table = st.tabs([_("Latency"), _("Throughput"), _("Levels side by side")])
     with latency:
-        st.plotly_chart(latency_figure(results), key=f"{key}.fig.latency")
+        st.plotly_chart(latency_figure(results, _), key=f"{key}.fig.latency")
     with throughput:
-        st.plotly_chart(throughput_figure(results), key=f"{key}.fig.throughput")
+        st.plotly_chart(throughput_figure(results, _), key=f"{key}.fig.throughput")
     with table:
-        st.dataframe(pd.DataFrame(compare_rows(results)), hide_index=True, key=f"{key}.levels")
+        st.dataframe(pd.DataFrame(compare_rows(results, _)), hide_index=True, key=f"{key}.levels")
     slos = {r.settings.slo for r in results}
     if len(slos) > 1:
-        st.caption(f"The runs had different SLO targets; the dashed lines are those of {run_label(results[0])}.")
+        st.caption(
+            _("The runs had different SLO targets; the dashed lines are those of {run}.").format(
+                run=run_label(results[0])
+            )
+        )
 
 
 def downloads(result: RunResult, key: str) -> None:
-    """Export buttons: the JSON file (the CLI's schema), levels CSV and requests CSV; built on click."""
+    """Export buttons: the JSON file (the CLI's schema), levels CSV and requests CSV; built on click.
+
+    The labels follow the session's language; the files themselves stay English (machine contracts).
+    """
     stem = f"probe-{(result.run_id or 'run')[:12]}"
     exports: list[tuple[str, Callable[[RunResult], str], str, str, str]] = [
-        ("Download JSON", result_json, ".json", "application/json", "json"),
-        ("Download levels CSV", levels_csv, "-levels.csv", "text/csv", "levels"),
-        ("Download requests CSV", samples_csv, "-requests.csv", "text/csv", "requests"),
+        (_("Download JSON"), result_json, ".json", "application/json", "json"),
+        (_("Download levels CSV"), levels_csv, "-levels.csv", "text/csv", "levels"),
+        (_("Download requests CSV"), samples_csv, "-requests.csv", "text/csv", "requests"),
     ]
     if any(level.turns for level in result.levels):
-        exports.append(("Download turns CSV", turns_csv, "-turns.csv", "text/csv", "turns"))
+        exports.append((_("Download turns CSV"), turns_csv, "-turns.csv", "text/csv", "turns"))
     for col, (label, build, suffix, mime, name) in zip(st.columns(len(exports)), exports, strict=True):
         col.download_button(
             label,
@@ -393,9 +478,9 @@ def _built(build: Callable[[RunResult], str], result: RunResult) -> str:
 
 def deployment_caption(result: RunResult) -> None:
     """The deployment the run measured, when any of it is known (what the server told is said to be detected)."""
-    text = deployment_text(result.settings.deployment)
+    text = deployment_text(result.settings.deployment, _)
     if text:
-        st.caption(f"Deployment: {escape_markdown(text)}")
+        st.caption(_("Deployment: {deployment}").format(deployment=escape_markdown(text)))
 
 
 def title_text(result: RunResult) -> str:

@@ -9,6 +9,7 @@ import streamlit as st
 from pydantic import BaseModel
 from streamlit.delta_generator import DeltaGenerator
 
+from ui.lang import _, lang_param
 from ui.params import aliases, to_params, validate_params
 
 M = TypeVar("M", bound=BaseModel)
@@ -68,14 +69,19 @@ class PageState(Generic[M]):
         if scenario is not None and self.load_base is not None:
             loaded, message = self.load_base(scenario)
             if loaded is None:
-                notes.append(("warning", message or f"Scenario '{scenario}' was not found. Showing the defaults."))
+                notes.append(
+                    (
+                        "warning",
+                        message or _("Scenario '{id}' was not found. Showing the defaults.").format(id=scenario),
+                    )
+                )
             else:
                 base = loaded
                 st.session_state[self._scenario_key] = (scenario, loaded)
                 if message:
                     notes.append(("info", message))
         merged: dict[str, object] = {**base, **params}
-        model, messages, _ = validate_params(self.model_cls, merged, source="url")
+        model, messages, _rejected = validate_params(self.model_cls, merged, source="url", tr=_)
         notes.extend(("warning", m) for m in messages)
         self.set_widgets(model)
         st.session_state[self._notes_key] = (model, notes)
@@ -102,8 +108,8 @@ class PageState(Generic[M]):
         for alias in aliases(self.model_cls).values():
             value = st.session_state.get(self.key(alias))
             values[alias] = from_widget(alias, value) if from_widget else value
-        model, errors, _ = validate_params(self.model_cls, values, source="form")
-        loaded, _ = st.session_state.get(self._notes_key, (None, []))
+        model, errors, _rejected = validate_params(self.model_cls, values, source="form", tr=_)
+        loaded, _notes = st.session_state.get(self._notes_key, (None, []))
         if loaded is not None and model != loaded:
             st.session_state.pop(self._notes_key, None)  # the user has moved on from the link
             if self._notes_slot is not None:
@@ -125,6 +131,7 @@ class PageState(Generic[M]):
                 st.session_state[self._scenario_key] = None
         if extra:
             params.update(extra)
+        params.update(lang_param())
         if st.query_params.to_dict() != params:
             st.query_params.from_dict(params)
         st.session_state[self._url_key] = sorted(params.items())
@@ -132,6 +139,6 @@ class PageState(Generic[M]):
     def mark_scenario(self, scenario_id: str, params: dict[str, str]) -> None:
         """After saving: the URL becomes the short link while the inputs stay as saved."""
         st.session_state[self._scenario_key] = (scenario_id, params)
-        linked = {SCENARIO_PARAM: scenario_id, **params}
+        linked = {SCENARIO_PARAM: scenario_id, **params, **lang_param()}
         st.query_params.from_dict(linked)
         st.session_state[self._url_key] = sorted(linked.items())

@@ -5,6 +5,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from db.runs import RunRecorder, get_run, sample_counts
+from i18n import N_
 from probes import (
     ProbeError,
     ProbeRun,
@@ -21,8 +22,10 @@ from probes.figures import level_rows, throughput_figure
 from probes.form import ProbeForm
 from probes.options import prepare_run
 from probes.uploads import keep_upload
+from probes.wording import note_text
 from settings import get_settings
 from ui.errors import guarded, show_errors
+from ui.lang import _
 from ui.live_runs import live_runs
 from ui.params import format_value, validate_params
 from ui.probe_views import (
@@ -53,31 +56,32 @@ START_ERROR = "_probe.start_error"
 CANCELLING = "_probe.cancelling"
 CONVERSATIONS_FILE = "probe.conversations_file"
 
+# Choices' labels: marked here, translated where the select boxes draw them (ui/probe_views.py).
 WORKLOADS = {
-    "seed": "Handbook's eight fixed prompts",
-    "synthetic": "Synthetic prompts of a set length",
-    "shared_prefix": "Shared long system prompt (prefix caching)",
-    "code_json": "Code and JSON tasks (speculative decoding)",
-    "file": "My prompt file (JSONL)",
-    "trace": "Trace replay (arrival times and lengths)",
-    "sessions": "Multi-turn sessions (growing history)",
+    "seed": N_("Handbook's eight fixed prompts"),
+    "synthetic": N_("Synthetic prompts of a set length"),
+    "shared_prefix": N_("Shared long system prompt (prefix caching)"),
+    "code_json": N_("Code and JSON tasks (speculative decoding)"),
+    "file": N_("My prompt file (JSONL)"),
+    "trace": N_("Trace replay (arrival times and lengths)"),
+    "sessions": N_("Multi-turn sessions (growing history)"),
 }
-SESSION_VARIANTS = {"chat": "Chat", "agent": "Agent (long tool context, short answers)"}
+SESSION_VARIANTS = {"chat": N_("Chat"), "agent": N_("Agent (long tool context, short answers)")}
 TRACES = {
-    "azure-code": "Azure 2023 code (8,819 requests, 57 min)",
-    "azure-conv": "Azure 2023 conversation (19,366 requests, 58 min)",
+    "azure-code": N_("Azure 2023 code (8,819 requests, 57 min)"),
+    "azure-conv": N_("Azure 2023 conversation (19,366 requests, 58 min)"),
 }
 TRACE_FORMATS = {
     "mooncake": "Mooncake JSONL",
     "azure": "Azure 2023 CSV",
     "csv": "timestamp_s,input_tokens,output_tokens",
 }
-TRACE_ATTRIBUTION = (
+TRACE_ATTRIBUTION = N_(
     "Built-in traces: Azure LLM inference 2023 trace (CC-BY 4.0), from Patel et al., *Splitwise: Efficient "
     "generative LLM inference using phase splitting*, ISCA 2024."
 )
 TRACE_FILE = "probe.trace_file"
-APIS = {"chat": "Chat completions", "completions": "Completions"}
+APIS = {"chat": N_("Chat completions"), "completions": N_("Completions")}
 
 
 def _to_widget(alias: str, value: object) -> object:
@@ -99,14 +103,19 @@ def _test_connection() -> None:
     """Button callback: list the served models and, with a model, send one tiny request."""
     model = str(st.session_state.get(K("model")) or "").strip() or None
     needed = {alias: st.session_state.get(K(alias)) for alias in ("url", "api", "connect_timeout", "ttft_timeout")}
-    form, errors, _ = validate_params(ProbeForm, needed, source="form")
+    form, errors, _notes = validate_params(ProbeForm, needed, source="form")
     if errors:
         st.session_state[REPORT] = (False, errors[0])
         return
     try:
         report = run_sync(
             check_connection(
-                form.base_url, st.session_state.get(API_KEY) or None, model, api=form.api, timeouts=form.timeouts
+                form.base_url,
+                st.session_state.get(API_KEY) or None,
+                model,
+                api=form.api,
+                timeouts=form.timeouts,
+                tr=_,
             )
         )
     except ProbeError as exc:
@@ -142,27 +151,27 @@ def _form(busy: bool) -> DeltaGenerator:
         left, mid, right = st.columns([3, 2, 2])
         text_field(left, state, "url", placeholder="http://host:8000/v1")
         mid.text_input(
-            "API key",
+            _("API key"),
             key=API_KEY,
             type="password",
-            placeholder="optional",
-            help="Sent to the endpoint only: never stored, logged, exported or put in the link.",
+            placeholder=_("optional"),
+            help=_("Sent to the endpoint only: never stored, logged, exported or put in the link."),
         )
         text_field(
             right,
             state,
             "model",
-            placeholder="as the server names it",
-            hint="Type it, or press Test connection to list what the server serves.",
+            placeholder=_("as the server names it"),
+            hint=_("Type it, or press Test connection to list what the server serves."),
         )
         served = st.session_state.get(SERVED)
         if served and served[1]:
             st.selectbox(
-                f"Models served by {served[0]}",
+                _("Models served by {endpoint}").format(endpoint=served[0]),
                 served[1],
                 key=PICK,
                 index=None,
-                placeholder="pick one to use it",
+                placeholder=_("pick one to use it"),
                 on_change=_pick_model,
             )
         left, mid, right, last = st.columns(4)
@@ -177,32 +186,34 @@ def _form(busy: bool) -> DeltaGenerator:
             number_field(box, state, "prefix_tokens", step=256)
         elif workload == WorkloadKind.FILE.value:
             st.file_uploader(
-                "Prompt file (JSONL)",
+                _("Prompt file (JSONL)"),
                 type=["jsonl", "json", "txt"],
                 key=PROMPT_FILE,
-                help='One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
-                "line. The file is not part of the link: upload it again on another screen.",
+                help=_(
+                    'One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
+                    "line. The file is not part of the link: upload it again on another screen."
+                ),
             )
         elif workload == WorkloadKind.TRACE.value:
             _trace_fields(box)
         elif workload == WorkloadKind.SESSIONS.value:
             _session_fields(box)
-        load = st.expander("Load and generation", icon=":material/speed:")
+        load = st.expander(_("Load and generation"), icon=":material/speed:")
         with load:
             left, mid, right = st.columns(3)
             number_field(left, state, "max_tokens", step=32)
             number_field(mid, state, "warmup", step=1)
             number_field(right, state, "temperature", step=0.1, fmt="%.2f")
-            number_field(left, state, "duration", step=10.0, fmt="%.4g", placeholder="empty: no bound")
+            number_field(left, state, "duration", step=10.0, fmt="%.4g", placeholder=_("empty: no bound"))
             toggle_field(mid, state, "ignore_eos")
-            text_field(load, state, "label", placeholder="e.g. A800 AWQ baseline")
+            text_field(load, state, "label", placeholder=_("e.g. A800 AWQ baseline"))
         _rate_fields()
-        with st.expander("SLO targets", icon=":material/flag:"):
+        with st.expander(_("SLO targets"), icon=":material/flag:"):
             left, mid, right = st.columns(3)
             number_field(left, state, "ttft_p50", step=50.0, fmt="%.6g")
             number_field(mid, state, "ttft_p99", step=100.0, fmt="%.6g")
             number_field(right, state, "tpot_p50", step=5.0, fmt="%.6g")
-        with st.expander("Timeouts", icon=":material/timer:"):
+        with st.expander(_("Timeouts"), icon=":material/timer:"):
             left, mid, right = st.columns(3)
             number_field(left, state, "connect_timeout", step=1.0, fmt="%.4g")
             number_field(mid, state, "ttft_timeout", step=5.0, fmt="%.4g")
@@ -210,7 +221,7 @@ def _form(busy: bool) -> DeltaGenerator:
         _deployment_fields()
         left, right, rest = st.columns([1.4, 1.2, 3], vertical_alignment="center")
         left.button(
-            "Test connection", key="probe.test", icon=":material/lan:", on_click=_test_connection, disabled=busy
+            _("Test connection"), key="probe.test", icon=":material/lan:", on_click=_test_connection, disabled=busy
         )
         report = st.session_state.get(REPORT)
         if report is not None:
@@ -222,21 +233,23 @@ def _form(busy: bool) -> DeltaGenerator:
 def _trace_fields(box: DeltaGenerator) -> None:
     """Trace replay: a built-in trace or an uploaded file, its format, the slice and the speed."""
     left, right = box.columns(2)
-    catalog_field(left, state, "trace", TRACES, placeholder="or upload a trace file")
-    catalog_field(right, state, "trace_format", TRACE_FORMATS, placeholder="told from the file")
-    box.caption(TRACE_ATTRIBUTION)
+    catalog_field(left, state, "trace", TRACES, placeholder=_("or upload a trace file"))
+    catalog_field(right, state, "trace_format", TRACE_FORMATS, placeholder=_("told from the file"))
+    box.caption(_(TRACE_ATTRIBUTION))
     box.file_uploader(
-        "Trace file (used when no built-in trace is picked)",
+        _("Trace file (used when no built-in trace is picked)"),
         type=["jsonl", "json", "csv", "txt"],
         key=TRACE_FILE,
-        help="Mooncake JSONL, the Azure 2023 CSV or timestamp_s,input_tokens,output_tokens. The file is not part "
-        "of the link: upload it again on another screen.",
+        help=_(
+            "Mooncake JSONL, the Azure 2023 CSV or timestamp_s,input_tokens,output_tokens. The file is not part "
+            "of the link: upload it again on another screen."
+        ),
     )
     left, mid, right, last = box.columns(4)
     number_field(left, state, "trace_speed", step=1.0, fmt="%.6g")
     number_field(mid, state, "trace_start", step=60.0, fmt="%.6g")
-    number_field(right, state, "trace_duration", step=60.0, fmt="%.6g", placeholder="empty: to the end")
-    number_field(last, state, "trace_limit", step=100, placeholder="empty: no limit")
+    number_field(right, state, "trace_duration", step=60.0, fmt="%.6g", placeholder=_("empty: to the end"))
+    number_field(last, state, "trace_limit", step=100, placeholder=_("empty: no limit"))
 
 
 def _session_fields(box: DeltaGenerator) -> None:
@@ -247,30 +260,36 @@ def _session_fields(box: DeltaGenerator) -> None:
     number_field(right, state, "think_time", step=0.5, fmt="%.4g")
     choice_field(last, state, "session_variant", SESSION_VARIANTS)
     box.file_uploader(
-        "Conversations file (optional: else synthetic sessions)",
+        _("Conversations file (optional: else synthetic sessions)"),
         type=["jsonl", "json", "txt"],
         key=CONVERSATIONS_FILE,
-        help='JSONL in the OpenAI messages format, one {"messages": [...]} per line; each user message is a turn '
-        "and recorded answers are replaced by the server's. The file is not part of the link: upload it again on "
-        "another screen.",
+        help=_(
+            'JSONL in the OpenAI messages format, one {"messages": [...]} per line; each user message is a turn '
+            "and recorded answers are replaced by the server's. The file is not part of the link: upload it again "
+            "on another screen."
+        ),
     )
     box.caption(
-        "Every turn resends the whole conversation so far, the server's own answers included, so later turns show "
-        "what the prefix cache saves. The levels and rates are not used: the sessions are one level."
+        _(
+            "Every turn resends the whole conversation so far, the server's own answers included, so later turns "
+            "show what the prefix cache saves. The levels and rates are not used: the sessions are one level."
+        )
     )
 
 
 def _rate_fields() -> None:
     """Open-loop load: a list of request rates (one level each), or a search for the highest rate within the SLO."""
-    with st.expander("Request rates (open loop)", icon=":material/trending_up:"):
+    with st.expander(_("Request rates (open loop)"), icon=":material/trending_up:"):
         st.caption(
-            "Give rates to send requests at those arrival rates instead of the concurrency levels (one level per "
-            "rate), or let the probe find the highest rate whose level meets the SLO targets."
+            _(
+                "Give rates to send requests at those arrival rates instead of the concurrency levels (one level per "
+                "rate), or let the probe find the highest rate whose level meets the SLO targets."
+            )
         )
         left, mid, right = st.columns(3)
-        text_field(left, state, "rate", placeholder="empty: closed loop, e.g. 1,2,4,8")
+        text_field(left, state, "rate", placeholder=_("empty: closed loop, e.g. 1,2,4,8"))
         number_field(mid, state, "burstiness", step=0.5, fmt="%.4g")
-        number_field(right, state, "max_in_flight", step=8, placeholder="the highest concurrency")
+        number_field(right, state, "max_in_flight", step=8, placeholder=_("the highest concurrency"))
         left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
         toggle_field(left, state, "find_max_rate")
         number_field(mid, state, "search_max_levels", step=1)
@@ -280,19 +299,21 @@ def _rate_fields() -> None:
 def _deployment_fields() -> None:
     """The deployment measured: optional; what is left empty is read from the server when it tells."""
     names = display_names()
-    with st.expander("Deployment (optional: lets the estimate be calibrated by this run)", icon=":material/dns:"):
+    with st.expander(_("Deployment (optional: lets the estimate be calibrated by this run)"), icon=":material/dns:"):
         st.caption(
-            "A run calibrates the estimates of its deployment once all five are known. Left empty, the engine is "
-            "read from the server's metrics or model list, and the model and quantization from the served "
-            "checkpoint when it names one catalog entry; the run says what was detected."
+            _(
+                "A run calibrates the estimates of its deployment once all five are known. Left empty, the engine is "
+                "read from the server's metrics or model list, and the model and quantization from the served "
+                "checkpoint when it names one catalog entry; the run says what was detected."
+            )
         )
         left, mid, right = st.columns([3, 2, 3])
-        catalog_field(left, state, "gpu", names["gpu"], placeholder="not stated")
-        number_field(mid, state, "gpu_count", step=1, placeholder="not stated")
-        catalog_field(right, state, "deploy_model", names["model"], placeholder="detect from /v1/models")
+        catalog_field(left, state, "gpu", names["gpu"], placeholder=_("not stated"))
+        number_field(mid, state, "gpu_count", step=1, placeholder=_("not stated"))
+        catalog_field(right, state, "deploy_model", names["model"], placeholder=_("detect from /v1/models"))
         left, right = st.columns(2)
-        catalog_field(left, state, "engine", names["engine"], placeholder="detect from the server")
-        catalog_field(right, state, "quant", names["quant"], placeholder="detect from the checkpoint name")
+        catalog_field(left, state, "engine", names["engine"], placeholder=_("detect from the server"))
+        catalog_field(right, state, "quant", names["quant"], placeholder=_("detect from the checkpoint name"))
 
 
 def _kept_upload(key: str) -> str | None:
@@ -360,40 +381,54 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
     index = progress.level_index if progress.level_index is not None else 0
     if progress.phase == "level":
         if run.settings.trace_mode:
-            load = f"replaying the trace at {run.settings.trace_speed:g}×"
+            load = _("replaying the trace at {speed}×").format(speed=f"{run.settings.trace_speed:g}")
         elif run.settings.sessions_mode:
-            load = f"{progress.concurrency} sessions of up to {run.settings.turns} turns"
+            load = _("{sessions} sessions of up to {turns} turns").format(
+                sessions=progress.concurrency, turns=run.settings.turns
+            )
         elif progress.request_rate_rps is None:
-            load = f"concurrency {progress.concurrency}"
+            load = _("concurrency {level}").format(level=progress.concurrency)
         else:
-            load = f"{progress.request_rate_rps:g} requests/s"
-        of = f"at most {total}" if run.settings.find_max_rate else str(total)
-        label = f"Level {index + 1} of {of}: {load}"
+            load = _("{rate} requests/s").format(rate=f"{progress.request_rate_rps:g}")
+        if run.settings.find_max_rate:
+            label = _("Level {number} of at most {total}: {load}").format(number=index + 1, total=total, load=load)
+        else:
+            label = _("Level {number} of {total}: {load}").format(number=index + 1, total=total, load=load)
         overall = min(1.0, (index * per_level + progress.finished) / (total * per_level))
         in_level = min(1.0, progress.finished / per_level)
     else:
         label = {
-            "starting": "Starting…",
-            "connecting": "Connecting…",
-            "warmup": "Warming up (not counted)…",
-            "finished": "Finishing…",
+            "starting": _("Starting…"),
+            "connecting": _("Connecting…"),
+            "calibrating": _("calibrating"),
+            "warmup": _("Warming up (not counted)…"),
+            "finished": _("Finishing…"),
         }.get(progress.phase, progress.phase)
         overall = min(1.0, done_levels / total)
         in_level = 0.0
     box = st.status(
-        f"Probing {escape_markdown(run.settings.endpoint)} · {escape_markdown(run.settings.model)} — {label}",
+        _("Probing {endpoint} · {model} — {phase}").format(
+            endpoint=escape_markdown(run.settings.endpoint), model=escape_markdown(run.settings.model), phase=label
+        ),
         state="running",
         expanded=True,
     )  # not a `with` block: leaving one marks it complete
-    box.progress(overall, text=f"Run: {done_levels} of {total} levels done")
+    box.progress(overall, text=_("Run: {done} of {total} levels done").format(done=done_levels, total=total))
     if progress.phase == "level":
         box.progress(
             in_level,
-            text=f"This level: {progress.finished} of {per_level} requests finished "
-            f"({progress.ok} ok, {progress.failed} failed), {progress.sent} sent",
+            text=_(
+                "This level: {finished} of {total} requests finished ({ok} ok, {failed} failed), {sent} sent"
+            ).format(
+                finished=progress.finished,
+                total=per_level,
+                ok=progress.ok,
+                failed=progress.failed,
+                sent=progress.sent,
+            ),
         )
     if progress.message:
-        box.caption(escape_markdown(progress.message))
+        box.caption(escape_markdown(note_text(progress.message, _)))
     if progress.levels:
         partial = RunResult(
             endpoint=run.settings.endpoint,
@@ -403,8 +438,8 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
             started_at=progress.levels[0].started_at,
             levels=list(progress.levels),
         )
-        box.dataframe(pd.DataFrame(level_rows(partial)), hide_index=True, key="probe.live.levels")
-        box.plotly_chart(throughput_figure([partial]), key="probe.live.throughput")
+        box.dataframe(pd.DataFrame(level_rows(partial, _)), hide_index=True, key="probe.live.levels")
+        box.plotly_chart(throughput_figure([partial], _), key="probe.live.throughput")
 
 
 @st.fragment(run_every=POLL_S)
@@ -419,12 +454,12 @@ def _live() -> None:
     cancelling = bool(st.session_state.get(CANCELLING)) or progress.status == RunStatus.CANCELLED
     _progress_view(run, progress)
     st.button(
-        "Cancelling…" if cancelling else "Cancel probe",
+        _("Cancelling…") if cancelling else _("Cancel probe"),
         key="probe.cancel",
         icon=":material/stop_circle:",
         on_click=_cancel,
         disabled=cancelling,
-        help="Stops sending; requests in flight are dropped; finished ones are kept.",
+        help=_("Stops sending; requests in flight are dropped; finished ones are kept."),
     )
 
 
@@ -434,30 +469,36 @@ def _result() -> None:
         return
     result = get_run(get_engine(), run_id, with_samples=False)
     if result is None:
-        st.info("The last run was deleted.", icon="ℹ️")
+        st.info(_("The last run was deleted."), icon="ℹ️")
         return
     requests, failed = sample_counts(get_engine(), run_id)
-    st.subheader("Result")
-    st.caption(f"Run `{run_id}` · stored with every request · {requests} requests, {failed} failed")
+    st.subheader(_("Result"))
+    st.caption(
+        _("Run `{run_id}` · stored with every request · {requests} requests, {failed} failed").format(
+            run_id=run_id, requests=requests, failed=failed
+        )
+    )
     deployment_caption(result)
     for problem in st.session_state.get("_probe.sink_errors", [])[:3]:
-        st.warning(f"Some results could not be stored: {escape_markdown(problem)}", icon="⚠️")
+        st.warning(_("Some results could not be stored: {problem}").format(problem=escape_markdown(problem)), icon="⚠️")
     run_details(result, f"probe.result.{run_id}")
     left, right = st.columns([3, 1], vertical_alignment="center")
     with left:
         downloads(result, f"probe.result.{run_id}")
     right.page_link(
-        "views/runs.py", label="Open in Probe runs", icon=":material/history:", query_params={"runs": run_id}
+        "views/runs.py", label=_("Open in Probe runs"), icon=":material/history:", query_params={"runs": run_id}
     )
 
 
 def body() -> None:
     """Draw the page."""
-    st.title("How fast is it really?")
+    st.title(_("How fast is it really?"))
     st.caption(
-        "Point the probe at any OpenAI-compatible endpoint: it streams requests at each concurrency level and "
-        "measures time to first token, time per output token and throughput, the way the handbook's section 2 "
-        "does. Every run is stored (Probe runs). The link keeps every input except the API key."
+        _(
+            "Point the probe at any OpenAI-compatible endpoint: it streams requests at each concurrency level and "
+            "measures time to first token, time per output token and throughput, the way the handbook's section 2 "
+            "does. Every run is stored (Probe runs). The link keeps every input except the API key."
+        )
     )
     state.load()
     state.show_notes()
@@ -466,14 +507,17 @@ def body() -> None:
     start_slot = _form(busy)
     form, errors = state.read()
     start = start_slot.button(
-        "Start probe", key="probe.start", type="primary", icon=":material/play_arrow:", disabled=busy or form is None
+        _("Start probe"), key="probe.start", type="primary", icon=":material/play_arrow:", disabled=busy or form is None
     )
     if form is None:
-        show_errors("Check these inputs; the probe can start once they are valid.", errors)
+        show_errors(_("Check these inputs; the probe can start once they are valid."), errors)
     elif start and not busy and _start(form):
         st.rerun()  # redraw the form with Start disabled while the probe runs
     if START_ERROR in st.session_state:
-        st.error(f"The probe did not start: {escape_markdown(st.session_state.pop(START_ERROR))}", icon="🚫")
+        st.error(
+            _("The probe did not start: {reason}").format(reason=escape_markdown(st.session_state.pop(START_ERROR))),
+            icon="🚫",
+        )
     if _running() is not None:
         _live()
     else:

@@ -18,8 +18,9 @@ from probes.form import MAX_OPEN_RUNS, RunsView
 from probes.models import RunResult, RunStatus
 from ui.calibration import estimate_vs_measured
 from ui.errors import guarded, show_errors
+from ui.lang import _
 from ui.live_runs import live_runs
-from ui.probe_views import comparison, deployment_caption, downloads, run_details, title_text
+from ui.probe_views import comparison, deployment_caption, downloads, run_details, status_name, title_text
 from ui.resources import get_engine
 from ui.state import PageState
 from ui.text import escape_markdown
@@ -36,7 +37,7 @@ K = state.key
 def row_label(row: RunRow) -> str:
     """A run in a list: its label (or model), start time, status and short id; plain text."""
     name = row.label or row.model
-    return f"{name} · {row.started_at:%Y-%m-%d %H:%M} · {row.status} · {row.id[:8]}"
+    return f"{name} · {row.started_at:%Y-%m-%d %H:%M} · {status_name(row.status)} · {row.id[:8]}"
 
 
 def _filter(label: str, alias: str, values: list[str], every: str) -> None:
@@ -59,25 +60,29 @@ def _known_selection(rows: list[RunRow]) -> dict[str, RunRow]:
             found[run_id] = row
     if missing:
         st.session_state[K("runs")] = list(found)
-        st.warning(f"No stored run {', '.join(f'`{m}`' for m in missing)} (deleted?); it is left out.", icon="⚠️")
+        st.warning(
+            _("No stored run {runs} (deleted?); it is left out.").format(runs=", ".join(f"`{m}`" for m in missing)),
+            icon="⚠️",
+        )
     return found
 
 
 def _table(rows: list[RunRow]) -> None:
     peaks = peak_output_tok_s(get_engine(), [row.id for row in rows])
     rates = best_request_rates(get_engine(), [row.id for row in rows])
+    started = _("started")
     table = pd.DataFrame(
         [
             {
-                "started": row.started_at,
-                "status": row.status,
-                "label": row.label,
-                "model": row.model,
-                "endpoint": row.endpoint,
-                "workload": row.workload,
-                "best concurrency within SLO": row.best_concurrency_within_slo,
-                "best req/s within SLO": rates.get(row.id),
-                "peak output tok/s": round(peaks[row.id], 1) if row.id in peaks else None,
+                started: row.started_at,
+                _("status"): status_name(row.status),
+                _("label"): row.label,
+                _("model"): row.model,
+                _("endpoint"): row.endpoint,
+                _("workload"): row.workload,
+                _("best concurrency within SLO"): row.best_concurrency_within_slo,
+                _("best req/s within SLO"): rates.get(row.id),
+                _("peak output tok/s"): round(peaks[row.id], 1) if row.id in peaks else None,
                 "id": row.id,
             }
             for row in rows
@@ -87,7 +92,7 @@ def _table(rows: list[RunRow]) -> None:
         table,
         hide_index=True,
         key="runs.table",
-        column_config={"started": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss")},
+        column_config={started: st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss")},
     )
 
 
@@ -113,47 +118,65 @@ def _delete_controls(result: RunResult) -> None:
     if live is not None:
         progress = live.progress()
         st.caption(
-            f"Running in this app: {progress.finished} requests of this level finished, {progress.failed} failed."
+            _("Running in this app: {finished} requests of this level finished, {failed} failed.").format(
+                finished=progress.finished, failed=progress.failed
+            )
         )
         st.button(
-            "Cancel probe",
+            _("Cancel probe"),
             key=f"runs.cancel.{run_id}",
             icon=":material/stop_circle:",
             on_click=live.cancel,
-            help="Stops sending; requests in flight are dropped; finished ones are kept.",
+            help=_("Stops sending; requests in flight are dropped; finished ones are kept."),
         )
     if st.session_state.get(CONFIRM) != run_id:
         st.button(
-            "Delete run…",
+            _("Delete run…"),
             key=f"runs.delete.{run_id}",
             icon=":material/delete:",
             on_click=_ask_delete,
             args=(run_id,),
             disabled=running,
-            help="Cancel it first." if running else "Asks before deleting.",
+            help=_("Cancel it first.") if running else _("Asks before deleting."),
         )
         return
     with st.container(border=True):
-        requests, _ = sample_counts(get_engine(), run_id)
-        st.warning(f"Delete run `{run_id[:8]}` with its {requests} requests? This cannot be undone.", icon="🗑️")
-        left, right, _ = st.columns([1, 1, 4])
+        requests, _failed = sample_counts(get_engine(), run_id)
+        st.warning(
+            _("Delete run `{run_id}` with its {requests} requests? This cannot be undone.").format(
+                run_id=run_id[:8], requests=requests
+            ),
+            icon="🗑️",
+        )
+        left, right, _rest = st.columns([1, 1, 4])
         left.button(
-            "Yes, delete",
+            _("Yes, delete"),
             key=f"runs.confirm_delete.{run_id}",
             type="primary",
             on_click=_delete,
             args=(run_id, result.settings.label or result.model),
         )
-        right.button("Keep it", key=f"runs.keep.{run_id}", on_click=_keep)
+        right.button(_("Keep it"), key=f"runs.keep.{run_id}", on_click=_keep)
 
 
 def _about(result: RunResult) -> None:
     s = result.settings
     finished = f" → {result.finished_at:%H:%M:%S}" if result.finished_at else ""
     st.caption(
-        f"{escape_markdown(result.endpoint)} · model {escape_markdown(result.model)} · {s.api} · workload "
-        f"{s.workload} · {escape_markdown(s.load_text)} · max tokens {s.max_tokens} · "
-        f"{result.started_at:%Y-%m-%d %H:%M:%S}{finished} UTC · `{result.run_id}`"
+        _(
+            "{endpoint} · model {model} · {api} · workload {workload} · {load} · max tokens {max_tokens} · "
+            "{started}{finished} UTC · `{run_id}`"
+        ).format(
+            endpoint=escape_markdown(result.endpoint),
+            model=escape_markdown(result.model),
+            api=s.api,
+            workload=s.workload,
+            load=escape_markdown(s.load_words(_)),
+            max_tokens=s.max_tokens,
+            started=f"{result.started_at:%Y-%m-%d %H:%M:%S}",
+            finished=finished,
+            run_id=result.run_id,
+        )
     )
 
 
@@ -168,23 +191,25 @@ def _one(result: RunResult, key: str) -> None:
 
 def body() -> None:
     """Draw the page."""
-    st.title("Probe runs")
+    st.title(_("Probe runs"))
     st.caption(
-        "Every probe run is kept, from this page or the command line. Filter them, open one, or pick two or more "
-        "to compare them on the same charts. The link keeps the filters and the runs opened."
+        _(
+            "Every probe run is kept, from this page or the command line. Filter them, open one, or pick two or more "
+            "to compare them on the same charts. The link keeps the filters and the runs opened."
+        )
     )
     state.load()
     state.show_notes()
     deleted = st.session_state.pop(DELETED, None)
     if deleted is not None:
-        st.success(f"Deleted the run “{escape_markdown(deleted)}”.", icon="🗑️")
+        st.success(_("Deleted the run “{run}”.").format(run=escape_markdown(deleted)), icon="🗑️")
     engine = get_engine()
     endpoints, models = run_filters(engine)
     left, right = st.columns(2)
     with left:
-        _filter("Endpoint", "endpoint", endpoints, "All endpoints")
+        _filter(_("Endpoint"), "endpoint", endpoints, _("All endpoints"))
     with right:
-        _filter("Model", "model", models, "All models")
+        _filter(_("Model"), "model", models, _("All models"))
     rows = list_runs(
         engine,
         endpoint=st.session_state.get(K("endpoint")) or None,
@@ -195,32 +220,33 @@ def body() -> None:
     if rows:
         _table(rows)
     else:
-        st.info("No stored runs match. Start one on the Live probe page.", icon="ℹ️")
-        st.page_link("views/probe.py", label="Open the live probe", icon=":material/speed:")
+        st.info(_("No stored runs match. Start one on the Live probe page."), icon="ℹ️")
+        st.page_link("views/probe.py", label=_("Open the live probe"), icon=":material/speed:")
     options = {**{row.id: row for row in rows}, **selected}
+    labels = {run_id: row_label(row) for run_id, row in options.items()}  # worded now, in this page's language
     st.multiselect(
-        "Open runs",
+        _("Open runs"),
         list(options),
         key=K("runs"),
-        format_func=lambda i: row_label(options[i]),
+        format_func=labels.__getitem__,
         max_selections=MAX_OPEN_RUNS,
-        placeholder="Pick one to open it, two or more to compare",
-        help="Runs hidden by the filters stay open; the link keeps them.",
+        placeholder=_("Pick one to open it, two or more to compare"),
+        help=_("Runs hidden by the filters stay open; the link keeps them."),
     )
     view, errors = state.read()
     if view is None:
-        show_errors("Check these inputs.", errors)
+        show_errors(_("Check these inputs."), errors)
         return
     results = [r for r in (get_run(engine, run_id, with_samples=False) for run_id in view.runs) if r is not None]
     if not results:
         return
     if any(r.status == RunStatus.RUNNING for r in results):
-        st.button("Refresh", key="runs.refresh", icon=":material/refresh:", help="A run is still running.")
+        st.button(_("Refresh"), key="runs.refresh", icon=":material/refresh:", help=_("A run is still running."))
     if len(results) == 1:
         st.subheader(title_text(results[0]))
         _one(results[0], f"runs.run.{results[0].run_id}")
         return
-    st.subheader(f"Comparing {len(results)} runs")
+    st.subheader(_("Comparing {count} runs").format(count=len(results)))
     comparison(results, "runs.compare")
     for result in results:
         with st.expander(title_text(result)):

@@ -1,9 +1,9 @@
-"""The cost calculator in a real browser: the handbook link reads 0.0014 CNY per request."""
+"""The cost calculator in a real browser: the handbook link reads 0.0014 CNY per request, in English and in Chinese."""
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.helpers import assert_no_traceback, metric, scroll_to_top, wait_idle
+from tests.e2e.helpers import assert_no_traceback, metric, query, scroll_to_top, wait_for_query, wait_idle
 from tests.e2e.screens import keep_screenshot
 
 pytestmark = pytest.mark.e2e
@@ -27,3 +27,36 @@ def test_readme_screenshot_of_the_cost_page(page: Page, app_url: str) -> None:
     wait_idle(page)
     scroll_to_top(page)
     keep_screenshot(page, "tco.png")
+
+
+def test_a_chinese_link_reads_the_handbook_example_in_yuan_and_wan_then_switches_to_english(
+    page: Page, app_url: str
+) -> None:
+    """A manager opens the shared link in Chinese; an engineer switches the same scenario to English."""
+    page.goto(app_url + HANDBOOK_LINK + "&traffic=500000&lang=zh")
+    expect(page.get_by_role("heading", name="要花多少钱？")).to_be_visible()
+    expect(metric(page, "每请求成本")).to_have_text("0.0014 元")
+    expect(metric(page, "单副本每月")).to_have_text("1.08 万元")  # 10,800 元, in 万
+    expect(metric(page, "单副本请求/秒")).to_have_text("2.94")
+    expect(page.get_by_text("折合USD（汇率")).to_be_visible()  # the other currency beside the headline
+    wait_idle(page)
+    scroll_to_top(page)
+    keep_screenshot(page, "tco-zh.png")
+    page.locator('[data-testid="stSidebar"]').get_by_text("English", exact=True).click()
+    wait_for_query(page, {"lang": "en"})
+    expect(metric(page, "Cost per request")).to_have_text("0.0014 CNY")
+    expect(metric(page, "Per replica per month")).to_have_text("10,800 CNY")
+    carried = query(page.url)  # every other input kept (the handbook's price, throughput and tokens are the defaults)
+    assert carried == {"hours": "720", "traffic": "500000", "lang": "en"}, carried
+    assert_no_traceback(page)
+
+
+def test_without_lang_a_chinese_browser_gets_chinese(browser: Browser, app_url: str) -> None:
+    context = browser.new_context(locale="zh-CN")
+    try:
+        tab = context.new_page()
+        tab.goto(app_url + HANDBOOK_LINK)
+        expect(metric(tab, "每请求成本")).to_have_text("0.0014 元")
+        assert "lang" not in query(tab.url)  # the browser decided; a link keeps no language it was not given
+    finally:
+        context.close()

@@ -1,5 +1,6 @@
 """Open a page of the app under AppTest with query parameters."""
 
+import re
 import time
 
 from streamlit.testing.v1 import AppTest
@@ -33,3 +34,79 @@ def finish_probe(at: AppTest, timeout_s: float = 30.0) -> AppTest:
         time.sleep(0.1)
         at.run()
     return at
+
+
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+_CODE = re.compile(
+    r"`[^`]*`|https?://\S+|\S+\.(py|toml|csv|json|jsonl|md)\b|--[\w-]+|\{[^}]*\}|:material/\w+:|\]\([^)]*\)"
+)
+_ENGLISH_WORD = re.compile(r"\b[A-Za-z][a-z]{2,}\b")  # a lower-case English word (names and acronyms are kept)
+KEPT_WORDS = frozenset(  # proper names and terms the handbook keeps in English in Chinese text
+    {
+        "vLLM",
+        "SGLang",
+        "TensorRT",
+        "LMDeploy",
+        "Ollama",
+        "Hugging",
+        "Face",
+        "Hub",
+        "Prometheus",
+        "Grafana",
+        "Marlin",
+        "EAGLE",
+        "Llama",
+        "Qwen",
+        "DeepSeek",
+        "Kimi",
+        "Mistral",
+        "Mixtral",
+        "Gemma",
+        "GLM",
+        "InternLM",
+        "Azure",
+        "Mooncake",
+        "Splitwise",
+        "Streamlit",
+        "Chromium",
+        "PagedAttention",
+        "RadixAttention",
+        "Python",
+        "OpenAI",
+        "Apache",
+    }
+)
+
+
+def _element_texts(at: AppTest) -> list[str]:
+    found: list[str] = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning", "error", "success"):
+        found += [str(e.value) for e in at.get(kind)]
+    for kind in ("button", "selectbox", "number_input", "text_input", "text_area", "toggle", "checkbox", "radio"):
+        found += [str(getattr(e, "label", "") or "") for e in at.get(kind)]
+    found += [str(m.label) for m in at.metric]
+    found += [str(getattr(t, "label", "") or "") for t in at.get("tab")]
+    found += [str(e.label or "") for e in at.expander]
+    return [t for t in found if t.strip()]
+
+
+def english_leftovers(at: AppTest) -> list[str]:
+    """Texts of a page opened in Chinese that read as English sentences (two or more English words, no Chinese).
+
+    Code, file names, flags, URLs, placeholders and the names in KEPT_WORDS are not counted.
+    """
+    leftovers = []
+    for text in _element_texts(at):
+        plain = _CODE.sub(" ", text)
+        if _CJK.search(plain):
+            continue
+        words = [w for w in _ENGLISH_WORD.findall(plain) if w not in KEPT_WORDS]
+        if len(words) >= 2:
+            leftovers.append(text)
+    return leftovers
+
+
+def open_tab(at: AppTest, key: str, label: str) -> AppTest:
+    """Open a lazy tab (st.tabs with on_change="rerun": only the open tab's content runs) and rerun the page."""
+    at.session_state[key] = label
+    return at.run()

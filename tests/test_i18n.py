@@ -1,0 +1,82 @@
+"""Both languages: every marked string has its Chinese translation and every catalog entry is used; the language of a
+link; numbers and money as each language writes them."""
+
+import pytest
+
+from i18n import LANGUAGES, parse_language, translate
+from i18n.catalogs import domains, problems, read, template
+from i18n.concepts import CONCEPTS
+from tco.money import format_money
+
+
+@pytest.mark.parametrize("domain", list(domains()))
+def test_every_string_has_a_chinese_translation_and_every_entry_is_used(domain: str) -> None:
+    assert problems(domain) == []
+
+
+def test_every_area_of_the_app_has_a_catalog_with_strings() -> None:
+    assert {"common", "tco", "selector", "compare", "probe"} <= set(domains())
+    assert all(len(template(domain)) > 20 for domain in domains())
+
+
+def test_placeholders_survive_translation() -> None:
+    for domain in domains():
+        for message in template(domain):
+            if not isinstance(message.id, str) or "{" not in message.id:
+                continue
+            translated = translate("zh", message.id)
+            names = sorted(part.split("}")[0] for part in message.id.split("{")[1:])
+            assert sorted(part.split("}")[0] for part in translated.split("{")[1:]) == names, message.id
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        *[("zh", "zh"), ("zh-CN", "zh"), ("zh_Hans_CN", "zh"), ("ZH-tw", "zh"), ("en-US", "en"), ("en", "en")],
+        *[("fr", None), ("", None), (None, None), ("  ", None)],
+    ],
+)
+def test_a_language_is_read_from_a_link_or_a_browser(given: object, expected: str | None) -> None:
+    assert parse_language(given) == expected
+
+
+def test_english_is_the_msgid_and_chinese_comes_from_the_catalog() -> None:
+    assert LANGUAGES == ("en", "zh")
+    assert translate("en", "Cost per request") == "Cost per request"
+    assert translate("zh", "Cost per request") == "每请求成本"
+    assert translate("zh", "no such message anywhere") == "no such message anywhere"
+
+
+@pytest.mark.parametrize(
+    ("amount", "currency", "english", "chinese"),
+    [
+        (0.0014, "CNY", "0.0014 CNY", "0.0014 元"),  # the handbook's cost per request
+        (10_800, "CNY", "10,800 CNY", "1.08 万元"),  # its month: in 万 from ten thousand on
+        (129_600, "CNY", "129,600 CNY", "12.96 万元"),
+        (310_000_000, "CNY", "310,000,000 CNY", "3.1 亿元"),
+        (7.09, "CNY", "7.09 CNY", "7.09 元"),
+        (0.0002, "USD", "0.00020 USD", "$0.00020"),
+        (1_500, "USD", "1,500 USD", "$1,500"),
+        (25_000, "USD", "25,000 USD", "$2.5 万"),
+    ],
+)
+def test_money_reads_as_each_language_writes_it(amount: float, currency: str, english: str, chinese: str) -> None:
+    assert format_money(amount, currency) == english
+    assert format_money(amount, currency, language="zh") == chinese
+
+
+def test_every_concept_names_a_handbook_section_that_exists() -> None:
+    from catalog.handbook_text import handbook_sections
+
+    sections = {s.number for s in handbook_sections()}
+    assert len(CONCEPTS) == 10 and all(c.section in sections for c in CONCEPTS)
+
+
+def test_a_string_reads_the_same_in_every_area() -> None:
+    """A msgid two areas share has one translation: the catalogs are chained, so only one of them would show."""
+    seen: dict[str, dict[str, str]] = {}
+    for domain in domains():
+        for message in read(domain):
+            if isinstance(message.id, str) and message.id and message.string:
+                seen.setdefault(message.id, {})[domain] = str(message.string)
+    assert {msgid: found for msgid, found in seen.items() if len(set(found.values())) > 1} == {}
