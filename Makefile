@@ -96,3 +96,8 @@ estimate-speed: $(VENV)/.run-deps
 .PHONY: perf-model
 perf-model: $(VENV)/.run-deps
 	$(BIN)/python bench/perf_model.py
+
+## page-speed: seconds from a shared link to each page's headline in headless Chromium, against a one-metric floor
+.PHONY: page-speed
+page-speed: $(VENV)/.dev-deps system-deps
+	$(BIN)/python bench/page_speed.py

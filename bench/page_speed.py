@@ -1,0 +1,497 @@
+"""Page speed: seconds from navigation to each page's headline figure in headless Chromium, against a one-metric floor.
+
+Usage: .venv/bin/python bench/page_speed.py [--visits 5] [--pages tco,selector,...] [--keep] (or `make page-speed`).
+
+Method: starts `streamlit run app.py` (its own temporary SQLite database and uploads folder, one probe run stored
+against the project's fake server) and a "floor" app (one st.title and one st.metric) on free ports, both headless on
+127.0.0.1 with the project's .streamlit config. One Debian Chromium, driven by Playwright; in each round the floor is
+visited first, then every page in an order shuffled with a fixed seed. Each visit is a new browser context (empty
+cache, no cookies, no session) with one tab. The time is wall time (time.perf_counter) from the start of page.goto to
+the headline being visible (Playwright's wait_for(state="visible"), polled in the page); then the wait goes on until
+the app's script has finished its run (stApp's data-test-script-state, as tests/e2e/helpers.wait_idle). Bytes
+received: every HTTP response's encodedDataLength (CDP Network.loadingFinished, headers included) plus every
+WebSocket frame received (payload), counted up to the headline and up to idle. Results go to
+bench/results/page_speed.md and .json (every visit). Exit 1 when a page's median is more than --limit-s (0.5 s) above
+the floor's, or a page failed to show its headline.
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, WebSocket, expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+PYTHON = sys.executable
+
+Find = Callable[[Page], Locator]
+
+
+def metric(label: str, value: str | None = None) -> Find:
+    """The value of the st.metric card with this label (showing exactly this text, if given)."""
+
+    def find(page: Page) -> Locator:
+        label_text = page.locator('[data-testid="stMetricLabel"]').get_by_text(label, exact=True)
+        shown = page.locator('[data-testid="stMetric"]').filter(has=label_text).locator('[data-testid="stMetricValue"]')
+        if value is not None:
+            shown = shown.filter(has_text=re.compile(rf"^\s*{re.escape(value)}\s*$"))
+        return shown.first
+
+    return find
+
+
+def button(name: str) -> Find:
+    """A button by its accessible name."""
+    return lambda page: page.get_by_role("button", name=name, exact=True).first
+
+
+def widget_label(text: str) -> Find:
+    """A widget's label (an st.multiselect's, say) by its exact text."""
+    return lambda page: page.locator('[data-testid="stWidgetLabel"]').get_by_text(text, exact=True).first
+
+
+@dataclass(frozen=True)
+class Target:
+    """One page to open: on which server, its path ("{run}": the stored run's id), and the headline waited for."""
+
+    server: Literal["floor", "app"]
+    path: str
+    figure: str  # the headline, as the results table words it
+    find: Find
+
+
+FLOOR = "floor"
+# The pages and their headlines (English). The floor is visited in every round; --pages picks among the others.
+TARGETS: dict[str, Target] = {
+    FLOOR: Target("floor", "/", 'metric "Floor" = 1.4 s', metric("Floor", "1.4 s")),
+    "tco": Target(
+        "app",
+        "/tco?price=15&currency=CNY&tps=588&out_tokens=200&hours=720",
+        'metric "Cost per request" = 0.0014 CNY',
+        metric("Cost per request", "0.0014 CNY"),
+    ),
+    "selector": Target(
+        "app",
+        "/selector?gpu=H100&gpus=2&model=llama3.1-70b&workload=rag",
+        'metric "Max sequences" (the recommendation)',
+        metric("Max sequences"),
+    ),
+    "compare-narrow": Target(
+        "app",
+        "/compare?engines=vllm&counts=1",
+        'metric "Per million output tokens" (top option)',
+        metric("Per million output tokens"),
+    ),
+    "compare": Target(
+        "app", "/compare", 'metric "Per million output tokens" (top option)', metric("Per million output tokens")
+    ),
+    "probe": Target("app", "/probe", 'button "Start probe"', button("Start probe")),
+    "runs": Target("app", "/runs", 'label "Open runs"', widget_label("Open runs")),
+    "runs-open": Target(
+        "app",
+        "/runs?runs={run}",
+        'metric "Max concurrency in SLO" (the run\'s first)',
+        metric("Max concurrency in SLO"),
+    ),
+}
+
+FLOOR_SCRIPT = 'import streamlit as st\n\nst.title("Floor")\nst.metric("Floor", "1.4 s")\n'
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [  # as the browser tests launch it (tests/conftest.py)
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}  # the browser tests' window
+SEED = 13  # the order of the pages within each round
+LIMIT_S = 0.5  # a page's median may be this much above the floor's
+TIMEOUT_S = 300.0  # one wait (a server's start, a headline, idle): generous, the machine may be busy
+SEED_PROBE = ["--concurrency", "1,2", "--requests", "4", "--max-tokens", "16", "--label", "page-speed"]
+
+
+# --- servers --------------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float = TIMEOUT_S) -> None:
+    """Wait until url answers 200; fail when the process exits first or after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the process exited with {proc.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except Exception as exc:
+            last = exc
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout_s:.0f} s: {last}")
+
+
+@contextmanager
+def process(cmd: list[str], env: dict[str, str], log: Path, ready_url: str) -> Iterator[None]:
+    """Run cmd (output to log) until the block ends; the block starts once ready_url answers."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_http(ready_url, proc)
+            yield
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def streamlit(script: Path, env: dict[str, str], log: Path) -> tuple[list[str], str]:
+    """The command that serves script headless on 127.0.0.1 and a free port (run in ROOT: its .streamlit config)."""
+    port = free_port()
+    cmd = [PYTHON, "-m", "streamlit", "run", str(script), "--server.port", str(port)]
+    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    return cmd, f"http://127.0.0.1:{port}"
+
+
+def seed_run(env: dict[str, str], folder: Path) -> str:
+    """Store one small probe run (the fake server, a few requests) in the bench's database; return its id."""
+    port = free_port()
+    server = [PYTHON, "-m", "probes.fakeserver", "--port", str(port)]
+    output = folder / "seed-run.json"
+    with process(server, env, folder / "fakeserver.log", f"http://127.0.0.1:{port}/v1/models"):
+        cmd = [PYTHON, "-m", "probes", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "fake", *SEED_PROBE]
+        cmd += ["--output", str(output), "--quiet"]
+        subprocess.run(cmd, cwd=ROOT, env=env, check=True, timeout=TIMEOUT_S)
+    return str(json.loads(output.read_text())["run_id"])
+
+
+# --- visits ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    """Bytes the browser received during one visit: HTTP responses (headers included) and WebSocket frames."""
+
+    http: int = 0
+    websocket: int = 0
+    responses: int = 0
+    frames: int = 0
+
+    def on_response(self, event: dict[str, Any]) -> None:
+        self.http += int(event.get("encodedDataLength", 0))
+        self.responses += 1
+
+    def on_frame(self, payload: str | bytes) -> None:
+        self.websocket += len(payload.encode() if isinstance(payload, str) else payload)
+        self.frames += 1
+
+    def copy(self) -> "Received":
+        return Received(self.http, self.websocket, self.responses, self.frames)
+
+    @property
+    def total(self) -> int:
+        return self.http + self.websocket
+
+
+@dataclass
+class Visit:
+    """One visit of one page: its round, when the headline showed, when the run ended, and what was received."""
+
+    page: str
+    round: int
+    order: int
+    headline_s: float | None = None
+    idle_s: float | None = None
+    to_headline: Received = field(default_factory=Received)
+    to_idle: Received = field(default_factory=Received)
+    exceptions: int = 0
+    error: str | None = None
+
+
+def visit(browser: Browser, name: str, url: str, round_no: int, order: int) -> Visit:
+    """Open url in a new browser context and time its headline, then its idle; count the bytes up to each."""
+    target = TARGETS[name]
+    result = Visit(name, round_no, order)
+    timeout_ms = TIMEOUT_S * 1000
+    context = browser.new_context(viewport=VIEWPORT, locale="en-US")
+    context.set_default_timeout(timeout_ms)
+    context.set_default_navigation_timeout(timeout_ms)
+    try:
+        page = context.new_page()
+        received = Received()
+        cdp = context.new_cdp_session(page)
+        cdp.on("Network.loadingFinished", received.on_response)
+        cdp.send("Network.enable")
+
+        def on_websocket(ws: WebSocket) -> None:
+            ws.on("framereceived", received.on_frame)
+
+        page.on("websocket", on_websocket)
+        start = time.perf_counter()
+        page.goto(url, wait_until="commit")
+        target.find(page).wait_for(state="visible")
+        result.headline_s = time.perf_counter() - start
+        result.to_headline = received.copy()
+        app = page.locator('[data-testid="stApp"]')
+        expect(app).to_have_attribute("data-test-connection-state", "CONNECTED", timeout=timeout_ms)
+        expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=timeout_ms)
+        result.idle_s = time.perf_counter() - start
+        result.to_idle = received.copy()
+        result.exceptions = page.locator('[data-testid="stException"]').count()
+        page.goto("about:blank")
+    except Exception as exc:
+        result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    finally:
+        context.close()
+    return result
+
+
+def rounds(pages: list[str], visits: int, seed: int) -> Iterator[tuple[int, int, str]]:
+    """(round, position, page): in each round the floor first, then the pages in a shuffled order."""
+    rng = random.Random(seed)
+    for round_no in range(1, visits + 1):
+        order = pages.copy()
+        rng.shuffle(order)
+        for position, name in enumerate([FLOOR, *order], start=1):
+            yield round_no, position, name
+
+
+# --- report ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    """One page's summary over its visits."""
+
+    page: str
+    path: str
+    figure: str
+    visits: int
+    failed: int
+    median_s: float | None
+    ratio: float | None
+    above_floor_s: float | None
+    idle_median_s: float | None
+    kb_headline: float | None
+    kb_headline_ws: float | None
+    kb_idle: float | None
+    kb_idle_ws: float | None
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def summarize(name: str, visits: list[Visit], floor_s: float | None) -> Row:
+    done = [v for v in visits if v.error is None and v.headline_s is not None]
+    med = median([v.headline_s for v in done if v.headline_s is not None])
+    return Row(
+        page=name,
+        path=TARGETS[name].path,
+        figure=TARGETS[name].figure,
+        visits=len(visits),
+        failed=len(visits) - len(done),
+        median_s=med,
+        ratio=med / floor_s if med is not None and floor_s else None,
+        above_floor_s=med - floor_s if med is not None and floor_s is not None else None,
+        idle_median_s=median([v.idle_s for v in done if v.idle_s is not None]),
+        kb_headline=median([v.to_headline.total / 1000 for v in done]),
+        kb_headline_ws=median([v.to_headline.websocket / 1000 for v in done]),
+        kb_idle=median([v.to_idle.total / 1000 for v in done if v.idle_s is not None]),
+        kb_idle_ws=median([v.to_idle.websocket / 1000 for v in done if v.idle_s is not None]),
+    )
+
+
+def _f(value: float | None, fmt: str) -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def _kb(total: float | None, ws: float | None) -> str:
+    return "—" if total is None else f"{total:,.0f} ({_f(ws, ',.0f')})"
+
+
+def markdown(rows: list[Row], machine: dict[str, object], visits: int, run_id: str) -> str:
+    lines = [
+        "# Page speed: navigation to the headline figure",
+        "",
+        f"Median of {visits} visits per page, one headless Chromium, pages interleaved (bench/page_speed.py; the "
+        "method is in its docstring). KB = 1,000 bytes received by the browser, HTTP + WebSocket (WebSocket alone "
+        f"in brackets), median per visit; every visit starts with an empty cache. `{{run}}` = `{run_id}`.",
+        "",
+        "| page | figure waited for | median (s) | vs the floor | − floor (s) | KB to headline | KB to idle "
+        "| idle (s) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        failed = f" ({row.failed} of {row.visits} failed)" if row.failed else ""
+        lines.append(
+            f"| `{row.path}` | {row.figure}{failed} | {_f(row.median_s, '.2f')} | {_f(row.ratio, '.1f')}× "
+            f"| {_f(row.above_floor_s, '+.2f')} | {_kb(row.kb_headline, row.kb_headline_ws)} "
+            f"| {_kb(row.kb_idle, row.kb_idle_ws)} | {_f(row.idle_median_s, '.2f')} |"
+        )
+    lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()), ""]
+    return "\n".join(lines)
+
+
+def git_commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
+    except OSError:
+        return "?"
+    return head.stdout.strip() + (" (uncommitted changes)" if dirty.stdout.strip() else "")
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# --- main -----------------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    assert __doc__ is not None
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--visits", type=int, default=5, help="rounds; each visits every page once (default: 5)")
+    others = [name for name in TARGETS if name != FLOOR]
+    parser.add_argument(
+        "--pages", default=",".join(others), help=f"comma-separated, of {', '.join(others)} (default: all)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (database, logs)")
+    parser.add_argument("--limit-s", type=float, default=LIMIT_S, help="most a median may be above the floor's")
+    args = parser.parse_args(argv)
+    args.page_list = [p.strip() for p in args.pages.split(",") if p.strip() and p.strip() != FLOOR]
+    unknown = [p for p in args.page_list if p not in TARGETS]
+    if unknown or args.visits < 1:
+        parser.error(f"unknown pages {unknown}; known: {', '.join(others)}" if unknown else "--visits must be ≥ 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="page-speed-"))
+    (folder / "floor.py").write_text(FLOOR_SCRIPT)
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{folder / 'bench.db'}",
+        "UPLOADS_DIR": str(folder / "uploads"),
+    }
+    load_before = load_average()
+    results: list[Visit] = []
+    chromium = "?"
+    try:
+        run_id = seed_run(env, folder) if any(TARGETS[p].server == "app" for p in args.page_list) else ""
+        with ExitStack() as stack:
+            bases: dict[str, str] = {}
+            for server, script in (("floor", folder / "floor.py"), ("app", ROOT / "app.py")):
+                cmd, bases[server] = streamlit(script, env, folder / f"{server}.log")
+                stack.enter_context(process(cmd, env, folder / f"{server}.log", f"{bases[server]}/_stcore/health"))
+            pw = stack.enter_context(sync_playwright())
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            stack.callback(browser.close)
+            chromium = browser.version
+            for round_no, position, name in rounds(args.page_list, args.visits, SEED):
+                target = TARGETS[name]
+                url = bases[target.server] + target.path.format(run=run_id)
+                one = visit(browser, name, url, round_no, position)
+                results.append(one)
+                shown = "failed: " + (one.error or "") if one.error else f"{one.headline_s:.2f} s"
+                print(f"round {round_no} #{position:<2} {name:<15} {shown}", file=sys.stderr, flush=True)
+    finally:
+        if args.keep:
+            print(f"kept {folder}", file=sys.stderr)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+    machine: dict[str, object] = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cores": os.cpu_count(),
+        "load average before": load_before,
+        "after": load_average(),
+        "Python": platform.python_version(),
+        "Chromium": chromium,
+        "Streamlit": _version("streamlit"),
+        "Playwright": _version("playwright"),
+        "commit": git_commit(),
+    }
+    floor_visits = [v for v in results if v.page == FLOOR]
+    floor = summarize(FLOOR, floor_visits, None)
+    rows = [summarize(FLOOR, floor_visits, floor.median_s)]
+    rows += [summarize(name, [v for v in results if v.page == name], floor.median_s) for name in args.page_list]
+    report = markdown(rows, machine, args.visits, run_id)
+    print(report)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "page_speed.md").write_text(report)
+    (RESULTS / "page_speed.json").write_text(
+        json.dumps(
+            {
+                "machine": machine,
+                "visits_per_page": args.visits,
+                "seed": SEED,
+                "limit_s": args.limit_s,
+                "run_id": run_id,
+                "pages": [asdict(row) for row in rows],
+                "visits": [asdict(v) | {"url_path": TARGETS[v.page].path.format(run=run_id)} for v in results],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return verdict(rows, args.limit_s)
+
+
+def verdict(rows: list[Row], limit_s: float) -> int:
+    """1 (and why) when the floor or a page failed, or a page's median is over limit_s above the floor's."""
+    bad: list[str] = []
+    for row in rows:
+        if row.failed or row.median_s is None:
+            bad.append(f"{row.page}: {row.failed} of {row.visits} visits did not show {row.figure}")
+        elif row.above_floor_s is not None and row.above_floor_s > limit_s:
+            bad.append(f"{row.page}: median {row.median_s:.2f} s, {row.above_floor_s:.2f} s above the floor")
+    for line in bad:
+        print(f"OVER: {line}", file=sys.stderr)
+    if not bad:
+        print(f"every page within {limit_s:g} s of the floor", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
