@@ -3,7 +3,10 @@
 import csv
 import io
 import json
+import re
+from typing import Any
 
+from i18n import N_, Translate, identity
 from probes.models import RunResult
 
 LEVEL_COLUMNS = (
@@ -57,17 +60,77 @@ TURN_COLUMNS = (
 )
 
 
+# A readable label per CSV key, for the optional second header row (the keys stay: scripts read them).
+COLUMN_LABELS: dict[str, str] = {
+    "concurrency": N_("Concurrency"),
+    "request_rate_rps": N_("Request rate (req/s)"),
+    "requests": N_("Requests"),
+    "completed": N_("Completed"),
+    "failed": N_("Failed"),
+    "duration_s": N_("Duration (s)"),
+    "req_s": N_("Requests per second"),
+    "output_tok_s": N_("Output tokens per second"),
+    "total_tok_s": N_("Total tokens per second"),
+    "input_tokens_per_request": N_("Input tokens per request"),
+    "output_tokens_per_request": N_("Output tokens per request"),
+    "token_source": N_("Token count source"),
+    "slo_met": N_("SLO met"),
+    "slo_attainment_ratio": N_("SLO attainment"),
+    "goodput_req_s": N_("Goodput (req/s)"),
+    "level_index": N_("Level"),
+    "index": N_("Request"),
+    "start_s": N_("Sent at (s)"),
+    "ttft_ms": N_("TTFT (ms)"),
+    "first_content_ms": N_("First content (ms)"),
+    "reasoning_ms": N_("Reasoning (ms)"),
+    "tpot_ms": N_("TPOT (ms)"),
+    "e2e_ms": N_("E2E (ms)"),
+    "input_tokens": N_("Input tokens"),
+    "output_tokens": N_("Output tokens"),
+    "reasoning_tokens": N_("Reasoning tokens"),
+    "finish_reason": N_("Finish reason"),
+    "http_status": N_("HTTP status"),
+    "error_kind": N_("Error kind"),
+    "error": N_("Error"),
+    "retry_after_s": N_("Retry after (s)"),
+    "trace_line": N_("Trace line"),
+    "session": N_("Session"),
+    "turn": N_("Turn"),
+    "count": N_("Completed"),
+    "input_tokens_mean": N_("Input tokens (mean)"),
+}
+_STAT = re.compile(r"^(ttft|tpot|itl|e2e)_(?:(mean|p50|p90|p99)_ms|ms_(mean|p50|p90|p99))$")
+
+
+def column_label(key: str, tr: Translate = identity) -> str:
+    """The readable label of a CSV key ('ttft_p50_ms' -> 'TTFT p50 (ms)'), worded by tr."""
+    found = _STAT.match(key)
+    if found:
+        stat = found.group(2) or found.group(3)
+        return tr("{metric} {stat} (ms)").format(
+            metric=found.group(1).upper(), stat=tr("mean") if stat == "mean" else stat
+        )
+    return tr(COLUMN_LABELS[key]) if key in COLUMN_LABELS else key
+
+
+def _header(writer: Any, keys: list[str], tr: Translate | None) -> None:
+    """The key row, and a row of labels when asked for."""
+    writer.writerow(keys)
+    if tr is not None:
+        writer.writerow([column_label(key, tr) for key in keys])
+
+
 def result_json(result: RunResult) -> str:
     """The run as JSON (settings without the key; units in key names)."""
     return json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False)
 
 
-def levels_csv(result: RunResult) -> str:
-    """One row per level: counts, throughput, mean and percentiles, SLO."""
+def levels_csv(result: RunResult, labels: Translate | None = None) -> str:
+    """One row per level: counts, throughput, mean and percentiles, SLO; labels: a second header row, worded."""
     out = io.StringIO()
     writer = csv.writer(out)
     stat_headers = [f"{stat.removesuffix('_ms')}_{field}_ms" for stat in STAT_COLUMNS for field in STAT_FIELDS]
-    writer.writerow([*LEVEL_COLUMNS, *stat_headers, "slo_met", "slo_attainment_ratio", "goodput_req_s"])
+    _header(writer, [*LEVEL_COLUMNS, *stat_headers, "slo_met", "slo_attainment_ratio", "goodput_req_s"], labels)
     for level in result.levels:
         row = level.model_dump(mode="json")
         values = [row[c] for c in LEVEL_COLUMNS]
@@ -77,22 +140,22 @@ def levels_csv(result: RunResult) -> str:
     return out.getvalue()
 
 
-def samples_csv(result: RunResult) -> str:
-    """One row per request (raw chunk timings stay in the JSON export)."""
+def samples_csv(result: RunResult, labels: Translate | None = None) -> str:
+    """One row per request (raw chunk timings stay in the JSON export); labels: a second header row, worded."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(SAMPLE_COLUMNS)
+    _header(writer, list(SAMPLE_COLUMNS), labels)
     for sample in result.samples:
         row = sample.model_dump(mode="json")
         writer.writerow([row[c] for c in SAMPLE_COLUMNS])
     return out.getvalue()
 
 
-def turns_csv(result: RunResult) -> str:
-    """Sessions: one row per level and turn index (empty but for the header when the run held no sessions)."""
+def turns_csv(result: RunResult, labels: Translate | None = None) -> str:
+    """Sessions: one row per level and turn index (only the header without sessions); labels: a second header row."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["level_index", *TURN_COLUMNS])
+    _header(writer, ["level_index", *TURN_COLUMNS], labels)
     for level in result.levels:
         for turn in level.turns or []:
             row = turn.model_dump(mode="json")

@@ -80,3 +80,25 @@ def test_a_string_reads_the_same_in_every_area() -> None:
             if isinstance(message.id, str) and message.id and message.string:
                 seen.setdefault(message.id, {})[domain] = str(message.string)
     assert {msgid: found for msgid, found in seen.items() if len(set(found.values())) > 1} == {}
+
+
+def test_csv_exports_keep_their_english_keys_and_add_labels_only_when_asked() -> None:
+    from datetime import UTC, datetime
+    from functools import partial
+
+    from probes.config import RunSettings
+    from probes.export import levels_csv, samples_csv
+    from probes.models import RunResult, RunStatus
+
+    run = RunResult(
+        endpoint="http://h/v1",
+        model="m",
+        settings=RunSettings(base_url="http://h/v1", model="m"),
+        status=RunStatus.COMPLETED,
+        started_at=datetime.now(UTC),
+    )
+    plain = levels_csv(run).splitlines()
+    labelled = levels_csv(run, labels=partial(translate, "zh")).splitlines()
+    assert len(plain) == 1 and labelled[0] == plain[0] and plain[0].startswith("concurrency,request_rate_rps,")
+    assert labelled[1].startswith("并发,") and "TTFT p50（ms）" in labelled[1] and "SLO 达成率" in labelled[1]
+    assert samples_csv(run, labels=partial(translate, "en")).splitlines()[1].startswith("Level,Concurrency,Request,")

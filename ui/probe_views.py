@@ -452,13 +452,14 @@ def downloads(result: RunResult, key: str) -> None:
     The labels follow the session's language; the files themselves stay English (machine contracts).
     """
     stem = f"probe-{(result.run_id or 'run')[:12]}"
+    labels = _ if st.session_state.get(f"{key}.export.labels") else None  # a second header row, if asked for
     exports: list[tuple[str, Callable[[RunResult], str], str, str, str]] = [
         (_("Download JSON"), result_json, ".json", "application/json", "json"),
-        (_("Download levels CSV"), levels_csv, "-levels.csv", "text/csv", "levels"),
-        (_("Download requests CSV"), samples_csv, "-requests.csv", "text/csv", "requests"),
+        (_("Download levels CSV"), partial(levels_csv, labels=labels), "-levels.csv", "text/csv", "levels"),
+        (_("Download requests CSV"), partial(samples_csv, labels=labels), "-requests.csv", "text/csv", "requests"),
     ]
     if any(level.turns for level in result.levels):
-        exports.append((_("Download turns CSV"), turns_csv, "-turns.csv", "text/csv", "turns"))
+        exports.append((_("Download turns CSV"), partial(turns_csv, labels=labels), "-turns.csv", "text/csv", "turns"))
     for col, (label, build, suffix, mime, name) in zip(st.columns(len(exports)), exports, strict=True):
         col.download_button(
             label,
@@ -469,6 +470,11 @@ def downloads(result: RunResult, key: str) -> None:
             on_click="ignore",
             icon=":material/download:",
         )
+    st.toggle(
+        _("CSV: add a row of column labels in this language"),
+        key=f"{key}.export.labels",
+        help=_("The first row keeps the English column keys that scripts read; the labels come in a second row."),
+    )
 
 
 def _built(build: Callable[[RunResult], str], result: RunResult) -> str:
