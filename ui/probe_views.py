@@ -327,22 +327,34 @@ def run_details(result: RunResult, key: str) -> None:
         _errors_table(result, key)
         return
     headline(result)
-    latency, throughput, table, errors = st.tabs([_("Latency"), _("Throughput"), _("Levels"), _("Errors")])
-    with latency:
-        st.plotly_chart(latency_figure([result], _), key=f"{key}.fig.latency")
-        concept_note("ttft_tpot")
-    with throughput:
-        st.plotly_chart(throughput_figure([result], _), key=f"{key}.fig.throughput")
-        concept_note("continuous_batching")
-    with table:
+    # Lazy tabs: only the open one runs, so the run's figures are not held back by charts (docs/performance.md).
+    # The levels table opens first; a replay's timeline and sessions' figures by turn have a tab of their own.
+    names = [_("Levels"), _("Latency"), _("Throughput"), _("Errors")]
+    if result.settings.trace_mode:
+        names.append(_("Timeline"))
+    if any(lv.turns for lv in result.levels):
+        names.append(_("By turn"))
+    tabs = dict(zip(names, st.tabs(names, key=f"{key}.tab", on_change="rerun"), strict=True))
+    with tabs[_("Levels")]:
         st.dataframe(pd.DataFrame(level_rows(result, _)), hide_index=True, key=f"{key}.levels")
         concept_note("goodput")
-    with errors:
-        _errors_table(result, key)
-    if result.settings.trace_mode:
-        _timeline(result, key)
-    if any(lv.turns for lv in result.levels):
-        _turns(result, key)
+    if tabs[_("Latency")].open:
+        with tabs[_("Latency")]:
+            st.plotly_chart(latency_figure([result], _), key=f"{key}.fig.latency")
+            concept_note("ttft_tpot")
+    if tabs[_("Throughput")].open:
+        with tabs[_("Throughput")]:
+            st.plotly_chart(throughput_figure([result], _), key=f"{key}.fig.throughput")
+            concept_note("continuous_batching")
+    if tabs[_("Errors")].open:
+        with tabs[_("Errors")]:
+            _errors_table(result, key)
+    if _("Timeline") in tabs and tabs[_("Timeline")].open:
+        with tabs[_("Timeline")]:
+            _timeline(result, key)
+    if _("By turn") in tabs and tabs[_("By turn")].open:
+        with tabs[_("By turn")]:
+            _turns(result, key)
     cost_this(result, f"{key}.cost_level")
 
 
@@ -430,13 +442,15 @@ def full_run(result: RunResult) -> RunResult:
 
 def comparison(results: Sequence[RunResult], key: str) -> None:
     """Two or more runs overlaid on the same charts, and their levels side by side."""
-    latency, throughput, table = st.tabs([_("Latency"), _("Throughput"), _("Levels side by side")])
-    with latency:
-        st.plotly_chart(latency_figure(results, _), key=f"{key}.fig.latency")
-    with throughput:
-        st.plotly_chart(throughput_figure(results, _), key=f"{key}.fig.throughput")
+    table, latency, throughput = st.tabs(
+        [_("Levels side by side"), _("Latency"), _("Throughput")], key=f"{key}.tab", on_change="rerun"
+    )  # lazy: only the open tab runs (docs/performance.md)
     with table:
         st.dataframe(pd.DataFrame(compare_rows(results, _)), hide_index=True, key=f"{key}.levels")
+    if latency.open:
+        latency.plotly_chart(latency_figure(results, _), key=f"{key}.fig.latency")
+    if throughput.open:
+        throughput.plotly_chart(throughput_figure(results, _), key=f"{key}.fig.throughput")
     slos = {r.settings.slo for r in results}
     if len(slos) > 1:
         st.caption(

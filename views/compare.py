@@ -30,6 +30,7 @@ from ui.params import LIST_SEPARATOR, to_params
 from ui.state import PageState, plain_widget_value
 
 PAGE = "compare"
+TABS = "_compare.tab"  # the open tab of the results (lazy: the others do not run)
 _RANKING = "_compare.ranking"  # the last ranking: a change of ordering or chart axis reuses it
 _DETAIL = "compare.detail"
 _RANK_LABELS = {RankBy.PER_MILLION.value: N_("Cost per 1M tokens"), RankBy.FLEET.value: N_("Fleet per month")}
@@ -348,14 +349,18 @@ def body() -> None:
         _left_out(ranking)
         return
     _headline(ranking)
-    table, chart, detail = st.tabs([_("Ranking"), _("Cost vs latency"), _("Option details")])
+    # Lazy tabs: only the open one runs, so the headline is not held back by the chart (docs/performance.md).
+    table, chart, detail = st.tabs(
+        [_("Ranking"), _("Cost vs latency"), _("Option details")], key=TABS, on_change="rerun"
+    )
     with table:
         _table(ranking)
-    with chart:
+    if chart.open:
         figure = cost_latency_figure(ranking, inputs.latency, tr=_, language=language())
-        st.plotly_chart(figure, key="compare.fig.cost_latency")
-    with detail:
-        _details(ranking)
+        chart.plotly_chart(figure, key="compare.fig.cost_latency")
+    if detail.open:
+        with detail:
+            _details(ranking)
     _left_out(ranking)
 
 

@@ -41,6 +41,7 @@ from ui.params import to_params
 from ui.state import PageState
 
 PAGE = "selector"
+TABS = "_selector.tab"  # the open tab of the advice (lazy: the others do not run)
 _YES_NO = {"build_engines", "qlora", "tie_embeddings"}
 _NEAREST_NOTES = "_selector.nearest"  # alias -> (note, the value the link's name was read as), while it stands
 _CONFIG_TEXT = "selector.config_text"
@@ -742,15 +743,21 @@ def body() -> None:
     for warning in advice.warnings:
         st.warning(warning, icon="⚠️")
     _card(advice)
-    why, memory, launch, engines = st.tabs([_("Why"), _("Memory fit"), _("Launch command"), _("Engines compared")])
+    # Lazy tabs: only the open one runs, so the recommendation is not held back by charts (docs/performance.md).
+    why, memory, launch, engines = st.tabs(
+        [_("Why"), _("Memory fit"), _("Launch command"), _("Engines compared")], key=TABS, on_change="rerun"
+    )
     with why:
         _reasons(advice)
-    with memory:
-        _memory(advice)
-    with launch:
-        _launch(advice)
-    with engines:
-        _engines_table(advice)
+    if memory.open:
+        with memory:
+            _memory(advice)
+    if launch.open:
+        with launch:
+            _launch(advice)
+    if engines.open:
+        with engines:
+            _engines_table(advice)
 
 
 guarded(body)

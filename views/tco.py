@@ -26,6 +26,7 @@ state = PageState(PAGE, TcoInputs, load_base=load_scenario_params(PAGE))
 K = state.key
 _PREV_CURRENCY = "_tco.prev_currency"
 _SEED = load_handbook().seed_benchmark
+TABS = "_tco.tab"  # the open tab of the results (lazy: the others do not run)
 _APPLIED = "_tco.estimate_applied"  # what the last "Apply the estimate" said: ("success" | "error", text)
 
 
@@ -448,7 +449,6 @@ def _levers_tab(result: TcoResult) -> None:
         border=True,
         help=_exact(chain.saving_per_year, cur),
     )
-    st.plotly_chart(lever_waterfall(result, _, language()), key="tco.fig.waterfall")
     table = pd.DataFrame(
         [
             {
@@ -494,16 +494,24 @@ def body() -> None:
     _headline(result)
     for note in result.notes:
         st.info(note, icon="💡")
-    levers, sens, curve = st.tabs([_("Optimization levers"), _("Sensitivity"), _("Cost vs throughput")])
+    # Lazy tabs: only the open one runs, so a shared link's headline is not held back by charts (docs/performance.md).
+    levers, by_lever, sens, curve = st.tabs(
+        [_("Optimization levers"), _("Cost by lever"), _("Sensitivity"), _("Cost vs throughput")],
+        key=TABS,
+        on_change="rerun",
+    )
     with levers:
         _levers_tab(result)
-    with sens:
-        st.plotly_chart(sensitivity_tornado(result, _, language()), key="tco.fig.tornado")
-    with curve:
-        st.plotly_chart(
-            cost_vs_throughput(result, load_handbook().slo.min_output_tok_s_per_gpu, _), key="tco.fig.curve"
-        )
-        concept_note("ttft_tpot")
+    if by_lever.open:
+        by_lever.plotly_chart(lever_waterfall(result, _, language()), key="tco.fig.waterfall")
+    if sens.open:
+        sens.plotly_chart(sensitivity_tornado(result, _, language()), key="tco.fig.tornado")
+    if curve.open:
+        with curve:
+            st.plotly_chart(
+                cost_vs_throughput(result, load_handbook().slo.min_output_tok_s_per_gpu, _), key="tco.fig.curve"
+            )
+            concept_note("ttft_tpot")
     scenario_panel(PAGE, "/tco", inputs, state.mark_scenario)
 
 

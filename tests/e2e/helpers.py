@@ -266,3 +266,11 @@ def fresh_tab(browser: Browser, name: str) -> Iterator[Page]:
         tab.goto("about:blank")  # leave before any server the test started stops
         context.close()
     assert not errors, f"the fresh tab logged errors in the browser console: {errors}"
+
+
+def show_tab(scope: Page | Locator, name: str) -> None:
+    """Open a tab (the pages' tabs are lazy: its content runs once it is opened) and wait for that run to end."""
+    tab = scope.get_by_role("tab", name=name, exact=True).first
+    tab.click()
+    expect(tab).to_have_attribute("aria-selected", "true")
+    wait_idle(scope.page if isinstance(scope, Locator) else scope)

@@ -26,6 +26,7 @@ from tests.e2e.helpers import (
     open_expander,
     open_page,
     query,
+    show_tab,
     start_probe,
     type_into,
     wait_for_query,
@@ -160,6 +161,7 @@ def test_cost_this_carries_the_measured_throughput_to_the_cost_page(page: Page, 
         wait_idle(page)
         measured = metric_value(page, "Output tokens/s")  # at concurrency 2, the highest within the SLO
         expect(combobox(page, "Level to cost")).to_have_value(f"concurrency 2: {measured} tok/s (highest within SLO)")
+        show_tab(page, "Latency")
         expect(page.locator(".js-plotly-plot").first).to_contain_text("SLO TTFT")
         # The README's picture: the result with its figures and the latency chart, scrolled to the top.
         page.get_by_role("heading", name="Result").evaluate(

@@ -28,6 +28,7 @@ from tests.e2e.helpers import (
     open_page,
     query,
     scroll_to_top,
+    show_tab,
     text_field,
     toggle,
     type_into,
@@ -134,12 +135,12 @@ MEMORY_CARDS = ["Weights", "KV bytes per token", "KV budget per GPU", "Layout"]
 def _advice(page: Page) -> dict[str, str]:
     """The advice card's figures, then the memory fit tab's."""
     shown = metric_values(page, ADVICE_CARDS)
-    page.get_by_role("tab", name="Memory fit").click()
+    show_tab(page, "Memory fit")
     return shown | metric_values(page, MEMORY_CARDS)
 
 
 def _launch_commands(page: Page) -> list[str]:
-    page.get_by_role("tab", name="Launch command").click()
+    show_tab(page, "Launch command")
     code = page.locator('[data-testid="stCode"]')
     expect(code.first).to_be_visible()
     return [text.strip() for text in code.all_inner_texts()]
@@ -346,8 +347,8 @@ def runs_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
 
 
 def _listed_runs(page: Page) -> Locator:
-    """The rows of the runs table (its accessible grid), header excluded."""
-    return page.locator('[data-testid="stDataFrame"] [role="grid"] tbody tr')
+    """The rows of the runs table (the page's first grid; compared runs' levels come below it), header excluded."""
+    return page.locator('[data-testid="stDataFrame"]').first.locator('[role="grid"] tbody tr')
 
 
 def _open_run(page: Page, label: str, opened: int) -> None:

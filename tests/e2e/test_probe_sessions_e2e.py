@@ -15,6 +15,7 @@ from tests.e2e.helpers import (
     metric,
     number_field,
     query,
+    show_tab,
     shown_run_id,
     start_probe,
     wait_for_query,
@@ -42,8 +43,8 @@ def test_sessions_run_from_the_page_are_shown_by_turn_compared_on_runs_and_coste
     first = shown_run_id(page)
     expect(page.get_by_text("32 requests, 0 failed")).to_be_visible()
     expect(metric(page, "SLO")).to_have_text("met")
+    show_tab(page, "By turn")
     expect(page.locator(".js-plotly-plot").filter(has_text=TURNS_TITLE)).to_be_visible()
-    expect(page.get_by_text("By turn", exact=True)).to_be_visible()
     expect(page.get_by_text(re.compile(r"prefix-cache hit ratio over the level: \d+%"))).to_be_visible()
     assert_no_traceback(page)
 
@@ -54,6 +55,7 @@ def test_sessions_run_from_the_page_are_shown_by_turn_compared_on_runs_and_coste
     second = shown_run_id(page)
     page.goto(f"{app_url}/runs?{urlencode({'runs': f'{first},{second}'})}")
     wait_idle(page)
+    show_tab(page, "Latency")
     expect(page.locator(".js-plotly-plot").first).to_be_visible()  # the runs overlaid on the same charts
     for label in ("e2e-sessions", "e2e-agent"):  # and each in its own expander below
         expect(page.locator('[data-testid="stExpander"]').filter(has_text=label)).to_have_count(1)
@@ -62,6 +64,7 @@ def test_sessions_run_from_the_page_are_shown_by_turn_compared_on_runs_and_coste
     # One run opened: its figures by turn, and "Cost this" carries its throughput to the cost calculator.
     page.goto(f"{app_url}/runs?runs={first}")
     wait_idle(page)
+    show_tab(page, "By turn")
     expect(page.locator(".js-plotly-plot").filter(has_text=TURNS_TITLE)).to_be_visible()
     page.get_by_role("link", name="Cost this").click()
     page.wait_for_url(re.compile(r"/tco\?"))

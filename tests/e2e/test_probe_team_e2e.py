@@ -27,6 +27,7 @@ from tests.e2e.helpers import (
     new_context,
     open_expander,
     open_page,
+    show_tab,
     shown_run_id,
     start_probe,
     wait_idle,
@@ -159,6 +160,7 @@ def test_cancel_one_then_compare_and_export_both_from_runs(
     slow.goto("about:blank")
 
     open_page(page, f"{app_url}/runs?runs={done_id},{cancelled_id}", "Comparing 2 runs")
+    show_tab(page, "Latency")
     legend = page.locator(".js-plotly-plot").first
     expect(legend).to_contain_text("finished-run")
     expect(legend).to_contain_text("cancelled-run")

@@ -17,6 +17,7 @@ from tests.e2e.helpers import (
     metric,
     number_field,
     open_page,
+    show_tab,
     shown_run_id,
     type_into,
     wait_for_query,
@@ -65,6 +66,7 @@ def test_a_trace_uploaded_on_the_page_is_replayed_and_its_run_is_kept(
     run_id = shown_run_id(page)
     requests = len(OFFSETS_MS)
     expect(page.get_by_text(f"{requests} requests, 0 failed")).to_be_visible()
+    show_tab(page, "Timeline")  # the replay's own figures and timeline have a tab of their own
     expect(metric(page, "Requests replayed")).to_have_text(str(requests))
     for name in ("Send lag p50", "Send lag p99"):
         expect(metric(page, name)).to_have_text(re.compile(r"^-?[\d,]+\.\d ms$"))
@@ -83,5 +85,6 @@ def test_a_trace_uploaded_on_the_page_is_replayed_and_its_run_is_kept(
     option.click()
     wait_for_query(page, {"runs": run_id})
     page.keyboard.press("Escape")  # close the list of runs
+    show_tab(page, "Timeline")
     expect(page.locator(".js-plotly-plot").filter(has_text=TIMELINE)).to_be_visible()
     assert_no_traceback(page)

@@ -23,7 +23,7 @@ def test_readme_screenshot_of_the_cost_page(page: Page, app_url: str) -> None:
     """The README's screenshot comes from here (written to docs/ with UPDATE_SCREENSHOTS=1, `make screenshots`)."""
     page.goto(app_url + HANDBOOK_LINK + "&traffic=1000000")
     expect(metric(page, "Optimized cost per request")).to_have_text("0.00017 CNY")
-    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()  # the levers table (charts: lazy tabs)
     wait_idle(page)
     scroll_to_top(page)
     keep_screenshot(page, "tco.png")

@@ -110,3 +110,8 @@ def open_tab(at: AppTest, key: str, label: str) -> AppTest:
     """Open a lazy tab (st.tabs with on_change="rerun": only the open tab's content runs) and rerun the page."""
     at.session_state[key] = label
     return at.run()
+
+
+def open_result_tab(at: AppTest, label: str) -> AppTest:
+    """On /probe, open a tab of the finished run's result (lazy tabs: only the open one runs)."""
+    return open_tab(at, f"probe.result.{at.session_state['_probe.last_run_id']}.tab", label)

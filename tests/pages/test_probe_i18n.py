@@ -18,7 +18,16 @@ from i18n import translate
 from probes import ProbeRun, RunSettings, Timeouts
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes.wording import MAX_LEVELS, SEARCH_STOPPED, TOO_MANY_FAILED, UNCALIBRATED, note_text
-from tests.pages.apptest import KEPT_WORDS, english_leftovers, finish_probe, metric, open_page, texts
+from tests.pages.apptest import (
+    KEPT_WORDS,
+    english_leftovers,
+    finish_probe,
+    metric,
+    open_page,
+    open_result_tab,
+    open_tab,
+    texts,
+)
 from tests.support import free_port
 
 ZH = {"lang": "zh"}
@@ -119,11 +128,12 @@ def test_a_run_in_chinese_shows_progress_results_figures_and_downloads(fake: Fak
     assert metric(at, "满足 SLO 的最高并发") == "2"
     assert float(metric(at, "输出 tok/s").replace(",", "")) > 0
     assert any(c.startswith("从并发 1") and "手册的基线" in c for c in texts(at.caption))
-    assert [t.label for t in at.tabs] == ["延迟", "吞吐", "档位", "错误"]
+    assert [t.label for t in at.tabs] == ["档位", "延迟", "吞吐", "错误"]
     levels = next(d.value for d in at.dataframe if "并发" in d.value.columns)
     assert {"请求数", "输出 tok/s", "TTFT p50（ms）", "满足 SLO"} <= set(levels.columns)
     assert list(levels["并发"]) == [1, 2]
-    latency, throughput = _figure(at, 0), _figure(at, 1)
+    latency = _figure(open_result_tab(at, "延迟"), 0)  # lazy tabs: a chart runs once its tab is opened
+    throughput = _figure(open_result_tab(at, "吞吐"), 0)
     shown = _figure_texts(latency)
     assert "延迟随并发的变化" in shown and "TTFT（首 token 延迟）" in shown and "并发" in shown
     assert "吞吐随并发的变化" in _figure_texts(throughput) and "满足 SLO 的最高档" in _figure_texts(throughput)
@@ -165,11 +175,13 @@ def test_sessions_show_their_turns_in_chinese(fake: FakeServer) -> None:
     finish_probe(at)
     _clean(at)
     assert metric(at, "SLO") == "达标"
+    assert [t.label for t in at.tabs] == ["档位", "延迟", "吞吐", "错误", "按轮次"]
+    open_result_tab(at, "按轮次")
     assert any(m == "**按轮次**" for m in texts(at.markdown))
     assert any("前缀缓存命中率" in c for c in texts(at.caption))
     turns = next(d.value for d in at.dataframe if "轮次" in d.value.columns)
     assert list(turns["轮次"]) == [1, 2, 3] and "prompt token 数（平均）" in turns.columns
-    assert "会话：随历史增长，各轮的首 token 延迟" in " ".join(_figure_texts(_figure(at, i)) for i in range(3))
+    assert "会话：随历史增长，各轮的首 token 延迟" in _figure_texts(_figure(at, 0))
     assert "下载轮次 CSV" in [b.proto.label for b in at.get("download_button")]
 
 
@@ -191,9 +203,10 @@ def test_a_trace_replay_shows_its_figures_in_chinese(fake: FakeServer) -> None:
     at.button(key="probe.start").click().run()
     finish_probe(at)
     _clean(at)
+    open_result_tab(at, "时间线")
     assert metric(at, "回放的请求数") == "10"
     assert metric(at, "发送延迟 p50").endswith(" ms")
-    timeline = _figure_texts(_figure(at, 2))
+    timeline = _figure_texts(_figure(at, 0))
     assert "Trace 回放：各请求随时间的 TTFT 与 E2E" in timeline and "到达时间（距回放开始的秒数）" in timeline
 
 
@@ -271,10 +284,10 @@ def test_runs_list_filters_open_compare_and_delete_in_chinese(fake: FakeServer, 
     compared = open_page("runs", {**ZH, "runs": f"{second},{third}"})
     _clean(compared)
     assert any(s == "对比 2 次压测" for s in texts(compared.subheader))
-    assert [t.label for t in compared.tabs][:3] == ["延迟", "吞吐", "档位并排对比"]
+    assert [t.label for t in compared.tabs][:3] == ["档位并排对比", "延迟", "吞吐"]
     side = compared.dataframe[1].value
     assert {"压测", "并发", "输出 tok/s"} <= set(side.columns) and len(side) == 4
-    assert "延迟随并发的变化" in _figure_texts(_figure(compared, 0))
+    assert "延迟随并发的变化" in _figure_texts(_figure(open_tab(compared, "runs.compare.tab", "延迟"), 0))
 
 
 def test_runs_in_english_stay_as_they_were(fake: FakeServer, database_url: str) -> None:
@@ -284,7 +297,7 @@ def test_runs_in_english_stay_as_they_were(fake: FakeServer, database_url: str) 
     assert at.title[0].value == "Probe runs"
     assert {"started", "status", "label", "id"} <= set(at.dataframe[0].value.columns)
     assert metric(at, "Max concurrency in SLO") == "2"
-    assert [t.label for t in at.tabs][:4] == ["Latency", "Throughput", "Levels", "Errors"]
+    assert [t.label for t in at.tabs][:4] == ["Levels", "Latency", "Throughput", "Errors"]
 
 
 def test_a_bad_link_and_a_bad_input_are_named_in_chinese() -> None:

@@ -13,7 +13,7 @@ from db.runs import get_run, list_runs
 from probes import RunStatus
 from probes.export import result_json
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.pages.apptest import finish_probe, metric, open_page, texts
+from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, texts
 from tests.support import free_port
 
 KEY = "sk-probe-page-SECRET-4711"
@@ -181,8 +181,9 @@ def test_a_probe_runs_from_the_page_shows_results_and_is_stored_without_the_key(
     assert metric(at, "Max concurrency in SLO") == "2"
     assert any("Throughput grew" in c and "handbook" in c for c in texts(at.caption))
     assert float(metric(at, "Output tokens/s").replace(",", "")) > 0
-    charts = at.get("plotly_chart")
-    assert len(charts) == 2  # latency and throughput
+    assert len(at.get("plotly_chart")) == 0  # lazy tabs: the levels table first, the charts once opened
+    assert len(open_result_tab(at, "Latency").get("plotly_chart")) == 1
+    assert len(open_result_tab(at, "Throughput").get("plotly_chart")) == 1
     # "Cost this" carries the measured figures of the highest level within SLO to the cost page.
     cost = next(p for p in at.get("page_link") if p.proto.label == "Cost this")
     assert cost.proto.page == "tco"
@@ -309,7 +310,8 @@ def test_the_page_offers_trace_replay_and_replays_a_built_in_slice(fake: FakeSer
     assert not at.exception and not at.error, [e.value for e in at.error]
     finish_probe(at)
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 3  # latency, throughput and the replay's timeline
+    assert [t.label for t in at.tabs] == ["Levels", "Latency", "Throughput", "Errors", "Timeline"]
+    assert len(open_result_tab(at, "Timeline").get("plotly_chart")) == 1  # the replay's timeline
     (row,) = list_runs(_engine(database_url))
     result = get_run(_engine(database_url), row.id)
     assert result is not None and result.status == RunStatus.COMPLETED and len(result.levels) == 1
@@ -342,6 +344,7 @@ def test_the_page_holds_sessions_and_shows_their_figures_by_turn(fake: FakeServe
     finish_probe(at)
     assert not at.exception and not at.error
     assert metric(at, "SLO") == "met"
+    open_result_tab(at, "By turn")
     turns = next(d.value for d in at.dataframe if "prompt tokens (mean)" in d.value.columns)
     assert list(turns["turn"]) == [1, 2, 3] and list(turns["ok"]) == [3, 3, 3]
     prompts = list(turns["prompt tokens (mean)"])

@@ -8,7 +8,7 @@ import pytest
 from db import init_db, make_engine
 from db.runs import get_run, list_runs
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.pages.apptest import finish_probe, metric, open_page, texts
+from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, open_tab, texts
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +63,7 @@ def test_a_rate_sweep_from_the_page_charts_rates_and_costs_the_best_rate(fake: F
     assert metric(at, "Max request rate in SLO") == "40 req/s"
     result = _stored(database_url)
     assert [lv.request_rate_rps for lv in result.levels] == [20.0, 40.0]  # type: ignore[attr-defined]
-    charts = at.get("plotly_chart")
+    charts = open_result_tab(at, "Latency").get("plotly_chart")
     assert any("Latency against request rate" in c.proto.spec for c in charts)
     cost = next(p for p in at.get("page_link") if p.proto.label == "Cost this")
     query = dict(parse_qsl(cost.proto.query_string))
@@ -76,7 +76,8 @@ def test_a_rate_sweep_from_the_page_charts_rates_and_costs_the_best_rate(fake: F
     opened = open_page("runs", {"runs": result.run_id})  # type: ignore[attr-defined]
     assert not opened.exception and not opened.error
     assert metric(opened, "Max request rate in SLO") == "40 req/s"
-    assert any("Throughput against request rate" in c.proto.spec for c in opened.get("plotly_chart"))
+    charted = open_tab(opened, f"runs.run.{result.run_id}.tab", "Throughput")  # type: ignore[attr-defined]
+    assert any("Throughput against request rate" in c.proto.spec for c in charted.get("plotly_chart"))
     # The cost page prices a replica by that rate and names the run.
     tco = open_page("tco", query)
     assert not tco.exception and not tco.error and not tco.warning

@@ -12,7 +12,7 @@ from probes import ProbeRun, RunSettings, Timeouts
 from probes.deployment import Deployment, deployment_text
 from probes.export import levels_csv, result_json
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.pages.apptest import metric, open_page, texts
+from tests.pages.apptest import metric, open_page, open_tab, texts
 from ui.text import escape_markdown
 
 HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](http://evil)"
@@ -100,7 +100,8 @@ def test_open_one_run_shows_its_figures_and_exports(engine: object, fake: FakeSe
     assert _params(at) == {"runs": run_id}
     assert not at.exception and not at.error
     assert metric(at, "Max concurrency in SLO") == "2"
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 0  # lazy tabs: the levels table first, the charts once opened
+    assert len(open_tab(at, f"runs.run.{run_id}.tab", "Latency").get("plotly_chart")) == 1
     buttons = {b.proto.label: b.proto for b in at.get("download_button")}
     assert set(buttons) == {"Download JSON", "Download levels CSV", "Download requests CSV"}
     assert all(b.deferred_file_id for b in buttons.values())  # built on click, not on every rerun
@@ -120,7 +121,7 @@ def test_compare_two_runs_overlays_them(engine: object, fake: FakeServer) -> Non
     at = open_page("runs", {"runs": f"{a},{b}"})
     assert not at.exception and not at.error
     assert any("Comparing 2 runs" in s for s in texts(at.subheader))
-    latency = at.get("plotly_chart")[0]
+    latency = open_tab(at, "runs.compare.tab", "Latency").get("plotly_chart")[0]
     figure = json.loads(latency.proto.spec)
     names = {trace.get("name", "") for trace in figure["data"]}
     assert any(n.startswith("eight") for n in names) and any(n.startswith("four") for n in names)
@@ -176,7 +177,7 @@ def test_labels_typed_by_users_are_shown_as_text(engine: object, fake: FakeServe
     assert HOSTILE in list(at.dataframe[0].value["label"])  # a table cell is text already
     compared = open_page("runs", {"runs": f"{run_id},{other}"})
     assert any("\\<img" in e.label for e in compared.expander)
-    figure = json.loads(compared.get("plotly_chart")[0].proto.spec)
+    figure = json.loads(open_tab(compared, "runs.compare.tab", "Latency").get("plotly_chart")[0].proto.spec)
     names = [trace.get("name", "") for trace in figure["data"]]
     assert any("&lt;img" in n for n in names) and not any("<img" in n for n in names)
 

@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from selector import AdviceRequest
 from selector.hfconfig import parse_config
-from tests.pages.apptest import metric, open_page, texts
+from tests.pages.apptest import metric, open_page, open_tab, texts
 
 
 @pytest.fixture(autouse=True)
@@ -24,14 +24,20 @@ def _params(at: AppTest) -> dict[str, str]:
     }
 
 
+def _tab(at: AppTest, label: str) -> AppTest:
+    """Open a tab of the advice (lazy: only the open tab runs)."""
+    return open_tab(at, "_selector.tab", label)
+
+
 def test_default_page_recommends_vllm_with_awq_on_the_handbooks_a800() -> None:
     at = open_page("selector")
     assert not at.exception
     assert metric(at, "Engine") == "vLLM"
     assert metric(at, "Quantization") == "AWQ 4-bit"
     assert not at.error and not at.warning
-    assert any("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ" in c.value for c in at.code)
-    assert len(at.dataframe[0].value) >= 8  # the engine comparison table
+    assert not at.code  # lazy tabs: the reasons first, the command once its tab is opened
+    assert any("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ" in c.value for c in _tab(at, "Launch command").code)
+    assert len(_tab(at, "Engines compared").dataframe[0].value) >= 8  # the engine comparison table
     assert _params(at) == {}  # defaults are omitted from the link
 
 
@@ -155,7 +161,7 @@ def test_quant_y_is_not_nf4() -> None:
     warnings = texts(at.warning)
     assert len(warnings) == 1 and "`quant`" in warnings[0] and "'y'" in warnings[0]
     assert "NF4" not in metric(at, "Quantization")
-    assert not any("bitsandbytes" in c.value for c in at.code)
+    assert not any("bitsandbytes" in c.value for c in _tab(at, "Launch command").code)
 
 
 def test_a_near_engine_name_that_cannot_run_says_which_engine_is_shown() -> None:
@@ -285,7 +291,7 @@ def test_custom_values_survive_a_visit_to_a_preset() -> None:
 
 def test_the_layout_names_tensor_and_expert_parallelism() -> None:
     moe = next(p for p in CONFIGS if parse_config(p.read_text()).fields["experts"])
-    at = _paste(moe.read_text())
+    at = _tab(_paste(moe.read_text()), "Memory fit")
     layout = metric(at, "Layout")
     assert layout.startswith("TP ")
     assert any("Parallel layout:" in m.value and layout in m.value for m in at.markdown)
