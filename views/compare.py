@@ -9,8 +9,9 @@ from streamlit.elements.lib.column_types import ColumnConfig
 from i18n import N_
 from perf import ENGINE_FAMILIES
 from selector import get_engine, load_models
-from tco import format_money
+from tco import convert, format_money
 from tco.compare_figures import cost_latency_figure
+from tco.money import Currency
 from tco.ranking import (
     GPU_COUNTS,
     PRICE_SEPARATOR,
@@ -156,7 +157,10 @@ def _headline(ranking: Ranking) -> None:
         help=price_help.format(price=f"{top.price_per_gpu_hour:g}", currency=cur.value),
     )
     cols[1].metric(
-        _("Fleet per month"), format_money(top.fleet_cost_per_month, cur, compact=True, language=lang), border=True
+        _("Fleet per month"),
+        format_money(top.fleet_cost_per_month, cur, compact=True, language=lang),
+        border=True,
+        help=_("Exactly {amount}").format(amount=format_money(top.fleet_cost_per_month, cur)),
     )
     cols[2].metric(
         _("GPUs needed"),
@@ -171,6 +175,19 @@ def _headline(ranking: Ranking) -> None:
         f"{top.output_tok_s:,.0f} tok/s",
         border=True,
         help=_("at concurrency {concurrency}, the highest within the SLO").format(concurrency=top.concurrency),
+    )
+    other = Currency.USD if cur == Currency.CNY else Currency.CNY
+    fx = ranking.inputs.cny_per_usd
+    st.caption(
+        _(
+            "In {currency} at {fx} CNY per USD: {per_million} per million output tokens, {fleet} for the fleet per "
+            "month."
+        ).format(
+            currency=other.value,
+            fx=f"{fx:g}",
+            per_million=format_money(convert(top.cost_per_million_output_tokens, cur, other, fx), other, language=lang),
+            fleet=format_money(convert(top.fleet_cost_per_month, cur, other, fx), other, compact=True, language=lang),
+        )
     )
     cols = st.columns(4)
     cols[0].metric(_("TTFT p50 (estimate)"), f"{top.ttft_p50_ms:,.0f} ms", border=True)

@@ -32,6 +32,7 @@ def test_compare_in_chinese_ranks_with_every_text_translated() -> None:
     assert _leftovers(at) == []
     assert [t.label for t in at.tabs] == ["排名", "成本与延迟", "方案详情"]
     assert metric(at, translate("zh", "Per million output tokens")).endswith(" 元")  # a label /tco shares
+    assert any(c.startswith("折合USD（汇率") for c in texts(at.caption))  # the other currency beside the headline
     band = [c for c in texts(at.caption) if c.startswith("估算值：留出验证的实测中，10 次有 8 次落在")]
     assert band and all("依据（规格参数）：规格参数：" in c or "依据（拟合）：拟合：" in c for c in band)
     table = at.dataframe[0].value  # the data keeps its English keys; the headers are translated by column_config

@@ -50,6 +50,7 @@ def test_compare_ranks_the_options_with_links_to_the_other_pages() -> None:
     assert (table["engine"] == "vLLM").all() and (table["GPUs per replica"] == 1).all()
     top = table.iloc[0]
     assert metric(at, "Per million output tokens").endswith(" CNY")
+    assert any(c.startswith("In USD at ") and " USD per million output tokens" in c for c in texts(at.caption))
     assert metric(at, "GPUs needed") == f"{top['GPUs in all']:,}"
     assert metric(at, "Tok/s per replica (estimate)") == f"{top['tok/s per replica']:,.0f} tok/s"
     assert any("8 in 10 held-out measurements" in c and "Basis" in c for c in texts(at.caption))
