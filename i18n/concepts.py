@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from catalog import load_handbook
 from i18n import N_
 
 
@@ -11,7 +12,7 @@ class Concept:
 
     key: str
     title: str
-    note: str
+    note: str  # its {placeholders} are the handbook's numbers (note_values), read from catalog/data/handbook.toml
     section: str  # the handbook's numbering: "2.3", "5.1", "Q3"
 
 
@@ -23,7 +24,7 @@ CONCEPTS: tuple[Concept, ...] = (
             "TTFT (time to first token) is the wait from sending a request to its first token: the prefill of the "
             "whole prompt, so it rises as more requests arrive together. TPOT (time per output token) is the pace "
             "after that: continuous batching decodes every request in one step, so it stays nearly flat as "
-            "concurrency grows (the handbook's A800: 24 ms at 16 concurrent requests)."
+            "concurrency grows (the handbook's A800: {seed_tpot_ms} ms at {seed_concurrency} concurrent requests)."
         ),
         "Q3",
     ),
@@ -62,8 +63,8 @@ CONCEPTS: tuple[Concept, ...] = (
         N_("Prefix caching"),
         N_(
             "Requests that start with the same text (a system prompt, a RAG context, an agent's tools) reuse the KV "
-            "cache computed for it instead of prefilling it again. When the shared part is 80% of the prompt, TTFT "
-            "falls 60-90%; SGLang's RadixAttention finds shared prefixes by itself."
+            "cache computed for it instead of prefilling it again. When the shared part is {reuse_pct}% of the prompt, "
+            "TTFT falls 60-90%; SGLang's RadixAttention finds shared prefixes by itself."
         ),
         "5.2",
     ),
@@ -82,9 +83,9 @@ CONCEPTS: tuple[Concept, ...] = (
         N_("Speculative decoding"),
         N_(
             "A cheap drafter (n-gram lookup, a small model, EAGLE) guesses several tokens and the model checks them "
-            "in one step. It pays when guesses are accepted often (code and JSON: 60%+); below the break-even "
-            "acceptance the wasted draft and verification make serving slower, and at high concurrency the gain "
-            "shrinks."
+            "in one step. It pays when guesses are accepted often (code and JSON: {break_even_pct}%+); below the "
+            "break-even acceptance the wasted draft and verification make serving slower, and at high concurrency the "
+            "gain shrinks."
         ),
         "Q4",
     ),
@@ -93,8 +94,8 @@ CONCEPTS: tuple[Concept, ...] = (
         N_("Goodput and SLO attainment"),
         N_(
             "Throughput counts every token; goodput counts only the requests that met their targets (TTFT and "
-            "TPOT). SLO attainment is the share of requests that did. The handbook's targets: TTFT p50 under 300 "
-            "ms and p99 under 1 s, TPOT p50 under 50 ms."
+            "TPOT). SLO attainment is the share of requests that did. The handbook's targets: TTFT p50 under "
+            "{ttft_p50_ms} ms and p99 under {ttft_p99_ms} ms, TPOT p50 under {tpot_p50_ms} ms."
         ),
         "Q3",
     ),
@@ -118,6 +119,20 @@ CONCEPTS: tuple[Concept, ...] = (
         "Q5",
     ),
 )
+
+
+def note_values() -> dict[str, str]:
+    """The handbook's numbers the notes quote, from its data file (numbers live once)."""
+    hb = load_handbook()
+    return {
+        "seed_tpot_ms": f"{hb.seed_benchmark.tpot_ms:g}",
+        "seed_concurrency": str(hb.seed_benchmark.concurrency),
+        "reuse_pct": f"{hb.levers.prefix_caching.prompt_reuse_share * 100:g}",
+        "break_even_pct": f"{hb.levers.speculative_decoding.break_even_acceptance * 100:g}",
+        "ttft_p50_ms": f"{hb.slo.ttft_p50_ms:g}",
+        "ttft_p99_ms": f"{hb.slo.ttft_p99_ms:g}",
+        "tpot_p50_ms": f"{hb.slo.tpot_p50_ms:g}",
+    }
 
 
 def concept(key: str) -> Concept:

@@ -102,3 +102,15 @@ def test_csv_exports_keep_their_english_keys_and_add_labels_only_when_asked() ->
     assert len(plain) == 1 and labelled[0] == plain[0] and plain[0].startswith("concurrency,request_rate_rps,")
     assert labelled[1].startswith("并发,") and "TTFT p50（ms）" in labelled[1] and "SLO 达成率" in labelled[1]
     assert samples_csv(run, labels=partial(translate, "en")).splitlines()[1].startswith("Level,Concurrency,Request,")
+
+
+def test_the_notes_quote_the_handbooks_numbers_from_its_data_file() -> None:
+    from catalog import load_handbook
+    from i18n.concepts import concept, note_values
+
+    slo = load_handbook().slo
+    for language in LANGUAGES:
+        for item in CONCEPTS:
+            translate(language, item.note).format(**note_values())  # every placeholder has its number
+        goodput = translate(language, concept("goodput").note).format(**note_values())
+        assert all(f"{v:g} ms" in goodput for v in (slo.ttft_p50_ms, slo.ttft_p99_ms, slo.tpot_p50_ms))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from i18n.concepts import CONCEPTS, Concept, concept, section_anchor
+from i18n.concepts import CONCEPTS, Concept, concept, note_values, section_anchor
 from ui.lang import _, lang_param
 
 HANDBOOK_PATH = "/handbook"
@@ -16,7 +16,7 @@ def handbook_link(section: str) -> str:
 
 
 def _text(item: Concept) -> str:
-    return f"{_(item.note)}\n\n{handbook_link(item.section)}"
+    return f"{_(item.note).format(**note_values())}\n\n{handbook_link(item.section)}"
 
 
 def concept_note(key: str) -> None:
