@@ -141,8 +141,7 @@ class TraceLevel(Level):
         with contextlib.closing(trace_requests(self.settings)) as requests:
             for i, req in enumerate(requests):
                 prompt = Prompt(self.builder.prompt(req))
-                body = request_body(self.settings, prompt)
-                body["max_tokens"] = req.output_tokens
+                body = request_body(self.settings, prompt, max_tokens=req.output_tokens)
                 encoded = encode_body(body)
                 lead_s = LEAD_S if self.lean is not None else 0.0  # another transport writes when it is called
                 await sleep_until(self.start_s + req.arrival_s - lead_s, self.clock)

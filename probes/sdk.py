@@ -54,11 +54,16 @@ def scrub(text: str, settings: RunSettings) -> str:
     return text.replace(key, "***") if key else text
 
 
-def request_body(settings: RunSettings, prompt: Prompt) -> dict[str, Any]:
-    """The JSON body of one streamed request."""
+def request_body(
+    settings: RunSettings, prompt: Prompt | list[dict[str, str]], *, max_tokens: int | None = None
+) -> dict[str, Any]:
+    """The JSON body of one streamed request: a prompt, or a conversation's chat messages (sessions).
+
+    `max_tokens` replaces the run's (a trace's output length, a session variant's answers).
+    """
     body: dict[str, Any] = {
         "model": settings.model,
-        "max_tokens": settings.max_tokens,
+        "max_tokens": max_tokens or settings.max_tokens,
         "temperature": settings.temperature,
         "stream": True,
     }
@@ -69,7 +74,9 @@ def request_body(settings: RunSettings, prompt: Prompt) -> dict[str, Any]:
         body["stream_options"] = options
     if settings.ignore_eos:
         body["ignore_eos"] = True
-    if settings.api == ApiKind.CHAT:
+    if isinstance(prompt, list):
+        body["messages"] = prompt
+    elif settings.api == ApiKind.CHAT:
         body["messages"] = prompt.messages()
     else:
         body["prompt"] = prompt.text()

@@ -25,7 +25,6 @@ from probes.sessions import (
     synthetic_conversations,
 )
 from probes.transport import LeanTransport
-from probes.workloads import Prompt
 from settings import Settings, get_settings
 
 WARM_CONNECTIONS = 64  # opened before the level's clock; more sessions open theirs as they start
@@ -123,9 +122,7 @@ class SessionLevel(Level):
                 await asyncio.sleep(settings.think_time_s)
             if settings.duration_s is not None and self.clock() - self.start_s >= settings.duration_s:
                 return
-            body = request_body(settings, Prompt(""))
-            body["messages"] = conversation.next_messages(turn)
-            body["max_tokens"] = max_tokens
+            body = request_body(settings, conversation.next_messages(turn), max_tokens=max_tokens)
             index = self.sent
             self.sent += 1
             self.progress.update(sent=self.sent)
