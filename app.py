@@ -4,6 +4,7 @@ import streamlit as st
 
 from db import safe_url
 from settings import get_settings
+from ui.first_paint import drew_whole_page, run_started, stopped_at_headline
 from ui.lang import _, language_switch
 from ui.resources import get_engine
 
@@ -28,10 +29,15 @@ def main() -> None:
     }
     page = st.navigation(pages)
     get_engine()  # creates the database (SQLite under ./data/ by default) on first start
-    language_switch()
-    with st.sidebar:
-        st.caption(_("Database: `{url}`").format(url=safe_url(get_settings().database_url)))
+    run_started()
+    shared = st.sidebar.container()  # above the page's own sidebar, filled once the page is drawn
     page.run()
+    if stopped_at_headline():
+        return  # the language switch comes with the rest of the page, once the browser has drawn its headline
+    drew_whole_page(page.url_path)  # from now on this page's runs do not stop at its headline
+    with shared:
+        language_switch()
+        st.caption(_("Database: `{url}`").format(url=safe_url(get_settings().database_url)))
 
 
 if __name__ == "__main__":

@@ -29,8 +29,11 @@ PAGES: dict[str, dict[str, str]] = {
 def time_page(page: str, params: dict[str, str], runs: int) -> list[float]:
     from streamlit.testing.v1 import AppTest
 
+    from ui.first_paint import painted_key
+
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params.update(params)
+    at.session_state[painted_key(page)] = True  # the whole page, as after the browser's first paint (no browser here)
     at.switch_page(f"views/{page}.py")
     at.run()
     if at.exception:

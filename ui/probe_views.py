@@ -318,15 +318,21 @@ def cost_this(result: RunResult, key: str) -> None:
     )
 
 
-def run_details(result: RunResult, key: str) -> None:
-    """Everything about one run: status, headline, charts, tables, "Cost this"."""
+def run_details(result: RunResult, key: str, *, after_cards: Callable[[], bool] | None = None) -> bool:
+    """Everything about one run: status, headline, charts, tables, "Cost this".
+
+    after_cards, called below the headline cards, may end the drawing there (False, returned): the page's first run
+    (ui/first_paint.py).
+    """
     run_status_message(result)
     if not result.levels:
         if result.status != RunStatus.FAILED:
             st.info(_("No level finished, so there is nothing to chart yet."), icon="ℹ️")
         _errors_table(result, key)
-        return
+        return True
     headline(result)
+    if after_cards is not None and not after_cards():
+        return False
     # Lazy tabs: only the open one runs, so the run's figures are not held back by charts (docs/performance.md).
     # The levels table opens first; a replay's timeline and sessions' figures by turn have a tab of their own.
     names = [_("Levels"), _("Latency"), _("Throughput"), _("Errors")]
@@ -356,6 +362,7 @@ def run_details(result: RunResult, key: str) -> None:
         with tabs[_("By turn")]:
             _turns(result, key)
     cost_this(result, f"{key}.cost_level")
+    return True
 
 
 def _turns(result: RunResult, key: str) -> None:

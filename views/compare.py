@@ -1,5 +1,7 @@
 """Compare options: model, traffic and SLO in; every GPU x count x engine x quantization ranked by estimated cost."""
 
+import threading
+from collections import OrderedDict
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -7,7 +9,7 @@ import streamlit as st
 from streamlit.elements.lib.column_types import ColumnConfig
 
 from i18n import N_
-from perf import ENGINE_FAMILIES
+from perf import ENGINE_FAMILIES, Calibration
 from selector import get_engine, load_models
 from tco import convert, format_money
 from tco.compare_figures import cost_latency_figure
@@ -26,6 +28,7 @@ from tco.ranking import (
 )
 from ui.calibration import stored_calibrations
 from ui.errors import guarded, show_errors
+from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
 from ui.params import LIST_SEPARATOR, to_params
 from ui.state import PageState, plain_widget_value
@@ -33,6 +36,7 @@ from ui.state import PageState, plain_widget_value
 PAGE = "compare"
 TABS = "_compare.tab"  # the open tab of the results (lazy: the others do not run)
 _RANKING = "_compare.ranking"  # the last ranking: a change of ordering or chart axis reuses it
+SHARED_RANKINGS = 32  # rankings kept across sessions, the least recently used dropped first
 _DETAIL = "compare.detail"
 _RANK_LABELS = {RankBy.PER_MILLION.value: N_("Cost per 1M tokens"), RankBy.FLEET.value: N_("Fleet per month")}
 _RANKED_BY = {RankBy.PER_MILLION: N_("cost per million output tokens"), RankBy.FLEET: N_("monthly fleet cost")}
@@ -107,11 +111,44 @@ def _view_controls() -> None:
     )
 
 
+class _SharedRankings:
+    """The last rankings of every session, by priced inputs and calibrations: a shared link opens a new session."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._rankings: OrderedDict[tuple[CompareInputs, tuple[Calibration, ...]], Ranking] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[CompareInputs, tuple[Calibration, ...]]) -> Ranking | None:
+        with self._lock:
+            if key in self._rankings:
+                self._rankings.move_to_end(key)
+            return self._rankings.get(key)
+
+    def put(self, key: tuple[CompareInputs, tuple[Calibration, ...]], ranking: Ranking) -> None:
+        with self._lock:
+            self._rankings[key] = ranking
+            self._rankings.move_to_end(key)
+            while len(self._rankings) > self._size:
+                self._rankings.popitem(last=False)
+
+
+@st.cache_resource
+def _shared_rankings() -> _SharedRankings:
+    return _SharedRankings(SHARED_RANKINGS)
+
+
 def _ranking(inputs: CompareInputs) -> Ranking:
-    """Rank (with a progress bar), or reorder the last ranking when only the ordering or the axis changed."""
+    """Rank (with a progress bar), or reuse a ranking of the same priced inputs (this session's or another's)."""
     last: Ranking | None = st.session_state.get(_RANKING)
     if last is not None and last.inputs.priced_inputs == inputs.priced_inputs:
         return reordered(last, inputs)
+    calibrations = stored_calibrations()
+    key = (inputs.priced_inputs, calibrations)
+    shared = _shared_rankings().get(key)
+    if shared is not None:
+        st.session_state[_RANKING] = shared
+        return reordered(shared, inputs)
     bar = st.progress(0.0, text=_("Estimating each option…"))
     shown = [-1]
 
@@ -124,9 +161,10 @@ def _ranking(inputs: CompareInputs) -> Ranking:
                 text=_("Estimating option {done} of {total}…").format(done=f"{done:,}", total=f"{total:,}"),
             )
 
-    ranking = rank(inputs, calibrations=stored_calibrations(), progress=progress)
+    ranking = rank(inputs, calibrations=calibrations, progress=progress)
     bar.empty()
     st.session_state[_RANKING] = ranking
+    _shared_rankings().put(key, ranking)
     return ranking
 
 
@@ -189,6 +227,10 @@ def _headline(ranking: Ranking) -> None:
             fleet=format_money(convert(top.fleet_cost_per_month, cur, other, fx), other, compact=True, language=lang),
         )
     )
+
+
+def _latency_and_links(top: RankedOption) -> None:
+    """The top option's estimated latency, its band and basis, and its links to the advisor and the cost page."""
     cols = st.columns(4)
     cols[0].metric(_("TTFT p50 (estimate)"), f"{top.ttft_p50_ms:,.0f} ms", border=True)
     cols[1].metric(
@@ -347,13 +389,18 @@ def body() -> None:
     )
     state.load()
     state.show_notes()
-    with st.sidebar:
-        _inputs_form()
-    _view_controls()
     inputs, errors = state.read()
     if inputs is None:
         show_errors(_("Check these inputs; the ranking updates once they are valid."), errors)
-        return
+    else:
+        _results(inputs)
+    # The form comes after the headline (the sidebar keeps its place): a shared link's figure is not held back by it.
+    if not stopped_at_headline():
+        with st.sidebar:
+            _inputs_form()
+
+
+def _results(inputs: CompareInputs) -> None:
     ranking = _ranking(inputs)
     if not ranking.options:
         st.warning(
@@ -366,6 +413,11 @@ def body() -> None:
         _left_out(ranking)
         return
     _headline(ranking)
+    if not after_headline(PAGE):
+        return  # the first run ends with the top option; the rest follows once the browser has drawn it
+    assert ranking.top is not None
+    _latency_and_links(ranking.top)
+    _view_controls()
     # Lazy tabs: only the open one runs, so the headline is not held back by the chart (docs/performance.md).
     table, chart, detail = st.tabs(
         [_("Ranking"), _("Cost vs latency"), _("Option details")], key=TABS, on_change="rerun"

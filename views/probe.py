@@ -25,6 +25,7 @@ from probes.uploads import keep_upload
 from probes.wording import note_text
 from settings import get_settings
 from ui.errors import guarded, show_errors
+from ui.first_paint import after_headline, headline_drawn
 from ui.lang import _
 from ui.live_runs import live_runs
 from ui.params import format_value, validate_params
@@ -198,27 +199,6 @@ def _form(busy: bool) -> DeltaGenerator:
             _trace_fields(box)
         elif workload == WorkloadKind.SESSIONS.value:
             _session_fields(box)
-        load = st.expander(_("Load and generation"), icon=":material/speed:")
-        with load:
-            left, mid, right = st.columns(3)
-            number_field(left, state, "max_tokens", step=32)
-            number_field(mid, state, "warmup", step=1)
-            number_field(right, state, "temperature", step=0.1, fmt="%.2f")
-            number_field(left, state, "duration", step=10.0, fmt="%.4g", placeholder=_("empty: no bound"))
-            toggle_field(mid, state, "ignore_eos")
-            text_field(load, state, "label", placeholder=_("e.g. A800 AWQ baseline"))
-        _rate_fields()
-        with st.expander(_("SLO targets"), icon=":material/flag:"):
-            left, mid, right = st.columns(3)
-            number_field(left, state, "ttft_p50", step=50.0, fmt="%.6g")
-            number_field(mid, state, "ttft_p99", step=100.0, fmt="%.6g")
-            number_field(right, state, "tpot_p50", step=5.0, fmt="%.6g")
-        with st.expander(_("Timeouts"), icon=":material/timer:"):
-            left, mid, right = st.columns(3)
-            number_field(left, state, "connect_timeout", step=1.0, fmt="%.4g")
-            number_field(mid, state, "ttft_timeout", step=5.0, fmt="%.4g")
-            number_field(right, state, "stall_timeout", step=5.0, fmt="%.4g")
-        _deployment_fields()
         left, right, rest = st.columns([1.4, 1.2, 3], vertical_alignment="center")
         left.button(
             _("Test connection"), key="probe.test", icon=":material/lan:", on_click=_test_connection, disabled=busy
@@ -227,7 +207,37 @@ def _form(busy: bool) -> DeltaGenerator:
         if report is not None:
             ok, message = report
             rest.markdown(f":{'green' if ok else 'red'}[{'✓' if ok else '✗'}] " + escape_markdown(message))
+        # The optional sections come below the buttons, once the browser has drawn the form (ui/first_paint.py): a
+        # shared link's form and its Start button are not held back by them, and do not move when they come.
+        if headline_drawn(PAGE):
+            _sections()
     return right
+
+
+def _sections() -> None:
+    """The optional settings, each in a closed section: load and generation, rates, SLO, timeouts, deployment."""
+    with st.expander(_("Load and generation"), icon=":material/speed:") as load:
+        left, mid, right = st.columns(3)
+        number_field(left, state, "max_tokens", step=32)
+        number_field(mid, state, "warmup", step=1)
+        number_field(right, state, "temperature", step=0.1, fmt="%.2f")
+        number_field(left, state, "duration", step=10.0, fmt="%.4g", placeholder=_("empty: no bound"))
+        toggle_field(mid, state, "ignore_eos")
+        text_field(load, state, "label", placeholder=_("e.g. A800 AWQ baseline"))
+    with st.expander(_("Request rates (open loop)"), icon=":material/trending_up:"):
+        _rate_fields()
+    with st.expander(_("SLO targets"), icon=":material/flag:"):
+        left, mid, right = st.columns(3)
+        number_field(left, state, "ttft_p50", step=50.0, fmt="%.6g")
+        number_field(mid, state, "ttft_p99", step=100.0, fmt="%.6g")
+        number_field(right, state, "tpot_p50", step=5.0, fmt="%.6g")
+    with st.expander(_("Timeouts"), icon=":material/timer:"):
+        left, mid, right = st.columns(3)
+        number_field(left, state, "connect_timeout", step=1.0, fmt="%.4g")
+        number_field(mid, state, "ttft_timeout", step=5.0, fmt="%.4g")
+        number_field(right, state, "stall_timeout", step=5.0, fmt="%.4g")
+    with st.expander(_("Deployment (optional: lets the estimate be calibrated by this run)"), icon=":material/dns:"):
+        _deployment_fields()
 
 
 def _trace_fields(box: DeltaGenerator) -> None:
@@ -279,41 +289,39 @@ def _session_fields(box: DeltaGenerator) -> None:
 
 def _rate_fields() -> None:
     """Open-loop load: a list of request rates (one level each), or a search for the highest rate within the SLO."""
-    with st.expander(_("Request rates (open loop)"), icon=":material/trending_up:"):
-        st.caption(
-            _(
-                "Give rates to send requests at those arrival rates instead of the concurrency levels (one level per "
-                "rate), or let the probe find the highest rate whose level meets the SLO targets."
-            )
+    st.caption(
+        _(
+            "Give rates to send requests at those arrival rates instead of the concurrency levels (one level per "
+            "rate), or let the probe find the highest rate whose level meets the SLO targets."
         )
-        left, mid, right = st.columns(3)
-        text_field(left, state, "rate", placeholder=_("empty: closed loop, e.g. 1,2,4,8"))
-        number_field(mid, state, "burstiness", step=0.5, fmt="%.4g")
-        number_field(right, state, "max_in_flight", step=8, placeholder=_("the highest concurrency"))
-        left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
-        toggle_field(left, state, "find_max_rate")
-        number_field(mid, state, "search_max_levels", step=1)
-        number_field(right, state, "search_max_duration", step=60.0, fmt="%.6g")
+    )
+    left, mid, right = st.columns(3)
+    text_field(left, state, "rate", placeholder=_("empty: closed loop, e.g. 1,2,4,8"))
+    number_field(mid, state, "burstiness", step=0.5, fmt="%.4g")
+    number_field(right, state, "max_in_flight", step=8, placeholder=_("the highest concurrency"))
+    left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
+    toggle_field(left, state, "find_max_rate")
+    number_field(mid, state, "search_max_levels", step=1)
+    number_field(right, state, "search_max_duration", step=60.0, fmt="%.6g")
 
 
 def _deployment_fields() -> None:
     """The deployment measured: optional; what is left empty is read from the server when it tells."""
     names = display_names()
-    with st.expander(_("Deployment (optional: lets the estimate be calibrated by this run)"), icon=":material/dns:"):
-        st.caption(
-            _(
-                "A run calibrates the estimates of its deployment once all five are known. Left empty, the engine is "
-                "read from the server's metrics or model list, and the model and quantization from the served "
-                "checkpoint when it names one catalog entry; the run says what was detected."
-            )
+    st.caption(
+        _(
+            "A run calibrates the estimates of its deployment once all five are known. Left empty, the engine is "
+            "read from the server's metrics or model list, and the model and quantization from the served "
+            "checkpoint when it names one catalog entry; the run says what was detected."
         )
-        left, mid, right = st.columns([3, 2, 3])
-        catalog_field(left, state, "gpu", names["gpu"], placeholder=_("not stated"))
-        number_field(mid, state, "gpu_count", step=1, placeholder=_("not stated"))
-        catalog_field(right, state, "deploy_model", names["model"], placeholder=_("detect from /v1/models"))
-        left, right = st.columns(2)
-        catalog_field(left, state, "engine", names["engine"], placeholder=_("detect from the server"))
-        catalog_field(right, state, "quant", names["quant"], placeholder=_("detect from the checkpoint name"))
+    )
+    left, mid, right = st.columns([3, 2, 3])
+    catalog_field(left, state, "gpu", names["gpu"], placeholder=_("not stated"))
+    number_field(mid, state, "gpu_count", step=1, placeholder=_("not stated"))
+    catalog_field(right, state, "deploy_model", names["model"], placeholder=_("detect from /v1/models"))
+    left, right = st.columns(2)
+    catalog_field(left, state, "engine", names["engine"], placeholder=_("detect from the server"))
+    catalog_field(right, state, "quant", names["quant"], placeholder=_("detect from the checkpoint name"))
 
 
 def _kept_upload(key: str) -> str | None:
@@ -518,6 +526,8 @@ def body() -> None:
             _("The probe did not start: {reason}").format(reason=escape_markdown(st.session_state.pop(START_ERROR))),
             icon="🚫",
         )
+    if not after_headline(PAGE):
+        return  # the first run ends with the form; the rest follows once the browser has drawn it
     if _running() is not None:
         _live()
     else:

@@ -1,5 +1,7 @@
 """Probe runs: every stored run, filtered by endpoint and model; open one, compare several, export, delete."""
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -18,6 +20,7 @@ from probes.form import MAX_OPEN_RUNS, RunsView
 from probes.models import RunResult, RunStatus
 from ui.calibration import estimate_vs_measured
 from ui.errors import guarded, show_errors
+from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _
 from ui.live_runs import live_runs
 from ui.probe_views import comparison, deployment_caption, downloads, run_details, status_name, title_text
@@ -27,6 +30,10 @@ from ui.text import escape_markdown
 
 PAGE = "runs"
 LIST_LIMIT = 500
+LIST_TAB = "_runs.list_tab"  # the open tab of the list (lazy: the grid runs once its tab is opened)
+NEWEST_ROWS = 50  # the list's first tab: the newest runs as text
+NEWEST_UNBOXED = 10  # more rows than this scroll in a box NEWEST_HEIGHT_PX high
+NEWEST_HEIGHT_PX = 420
 CONFIRM = "_runs.confirm_delete"
 DELETED = "_runs.deleted"
 
@@ -65,6 +72,62 @@ def _known_selection(rows: list[RunRow]) -> dict[str, RunRow]:
             icon="⚠️",
         )
     return found
+
+
+def _list(rows: list[RunRow]) -> None:
+    """The runs: the newest as text first (no data grid to load before it), all of them in a grid one tab away."""
+    newest, every = st.tabs(
+        [_("Newest"), _("Every run: sort, search, download")],  # no count: the open tab stays open as it changes
+        key=LIST_TAB,
+        on_change="rerun",
+    )
+    with newest:
+        _newest(rows[:NEWEST_ROWS], len(rows))
+    if every.open:
+        with every:
+            _table(rows)
+
+
+def _newest(rows: list[RunRow], count: int) -> None:
+    """The newest runs as a Markdown table, in a box that scrolls: the same columns as the grid."""
+    peaks = peak_output_tok_s(get_engine(), [row.id for row in rows])
+    rates = best_request_rates(get_engine(), [row.id for row in rows])
+    header = [
+        _("started"),
+        _("status"),
+        _("label"),
+        _("model"),
+        _("endpoint"),
+        _("workload"),
+        _("best concurrency within SLO"),
+        _("best req/s within SLO"),
+        _("peak output tok/s"),
+        "id",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for row in rows:
+        rate, peak, best = rates.get(row.id), peaks.get(row.id), row.best_concurrency_within_slo
+        cells = [
+            f"{row.started_at:%Y-%m-%d %H:%M:%S}",
+            escape_markdown(status_name(row.status)),
+            escape_markdown(row.label or ""),
+            escape_markdown(row.model),
+            escape_markdown(row.endpoint),
+            escape_markdown(row.workload),
+            "" if best is None else f"{best:,}",
+            "" if rate is None else f"{rate:,.4g}",
+            "" if peak is None else f"{peak:,.1f}",
+            f"`{row.id}`",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    with st.container(height=NEWEST_HEIGHT_PX if len(rows) > NEWEST_UNBOXED else "content"):
+        st.markdown("\n".join(lines))
+    if count > len(rows):
+        st.caption(
+            _("The newest {shown} of {count}; the next tab has every one.").format(
+                shown=f"{len(rows):,}", count=f"{count:,}"
+            )
+        )
 
 
 def _table(rows: list[RunRow]) -> None:
@@ -180,11 +243,12 @@ def _about(result: RunResult) -> None:
     )
 
 
-def _one(result: RunResult, key: str) -> None:
+def _one(result: RunResult, key: str, after_cards: Callable[[], bool] | None = None) -> None:
     _about(result)
     deployment_caption(result)
     estimate_vs_measured(result)
-    run_details(result, key)
+    if not run_details(result, key, after_cards=after_cards):
+        return  # the first run ends with the run's cards; the rest follows once the browser has drawn them
     downloads(result, key)
     _delete_controls(result)
 
@@ -203,25 +267,36 @@ def body() -> None:
     deleted = st.session_state.pop(DELETED, None)
     if deleted is not None:
         st.success(_("Deleted the run “{run}”.").format(run=escape_markdown(deleted)), icon="🗑️")
-    engine = get_engine()
-    endpoints, models = run_filters(engine)
-    left, right = st.columns(2)
-    with left:
-        _filter(_("Endpoint"), "endpoint", endpoints, _("All endpoints"))
-    with right:
-        _filter(_("Model"), "model", models, _("All models"))
     rows = list_runs(
-        engine,
+        get_engine(),
         endpoint=st.session_state.get(K("endpoint")) or None,
         model=st.session_state.get(K("model")) or None,
         limit=LIST_LIMIT,
     )
     selected = _known_selection(rows)
     if rows:
-        _table(rows)
+        _list(rows)
     else:
         st.info(_("No stored runs match. Start one on the Live probe page."), icon="ℹ️")
         st.page_link("views/probe.py", label=_("Open the live probe"), icon=":material/speed:")
+    view, errors = state.read()
+    if view is None:
+        show_errors(_("Check these inputs."), errors)
+    else:
+        _opened(view.runs)
+    # The filters and the picker come after the list and the opened run (the sidebar keeps its place): a shared
+    # link's figures are not held back by them.
+    if not stopped_at_headline():
+        with st.sidebar:
+            _controls(rows, selected)
+
+
+def _controls(rows: list[RunRow], selected: dict[str, RunRow]) -> None:
+    """The list's filters, and the runs to open."""
+    endpoints, models = run_filters(get_engine())
+    st.subheader(_("Filter the list"))
+    _filter(_("Endpoint"), "endpoint", endpoints, _("All endpoints"))
+    _filter(_("Model"), "model", models, _("All models"))
     options = {**{row.id: row for row in rows}, **selected}
     labels = {run_id: row_label(row) for run_id, row in options.items()}  # worded now, in this page's language
     st.multiselect(
@@ -233,18 +308,21 @@ def body() -> None:
         placeholder=_("Pick one to open it, two or more to compare"),
         help=_("Runs hidden by the filters stay open; the link keeps them."),
     )
-    view, errors = state.read()
-    if view is None:
-        show_errors(_("Check these inputs."), errors)
-        return
-    results = [r for r in (get_run(engine, run_id, with_samples=False) for run_id in view.runs) if r is not None]
+
+
+def _opened(run_ids: tuple[str, ...]) -> None:
+    """One opened run (its cards first), or two or more compared; the list alone is the page's headline."""
+    engine = get_engine()
+    results = [r for r in (get_run(engine, run_id, with_samples=False) for run_id in run_ids) if r is not None]
+    if len(results) != 1 and not after_headline(PAGE):
+        return  # the first run ends with the list; the rest follows once the browser has drawn it
     if not results:
         return
     if any(r.status == RunStatus.RUNNING for r in results):
         st.button(_("Refresh"), key="runs.refresh", icon=":material/refresh:", help=_("A run is still running."))
     if len(results) == 1:
         st.subheader(title_text(results[0]))
-        _one(results[0], f"runs.run.{results[0].run_id}")
+        _one(results[0], f"runs.run.{results[0].run_id}", after_cards=lambda: after_headline(PAGE))
         return
     st.subheader(_("Comparing {count} runs").format(count=len(results)))
     comparison(results, "runs.compare")

@@ -36,6 +36,7 @@ from tco.throughput import AdviceEstimate, OperatingPoint, estimate_advice
 from ui.calibration import stored_calibrations
 from ui.concepts import concept_note
 from ui.errors import guarded, show_errors
+from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, lang_param, language
 from ui.params import to_params
 from ui.state import PageState
@@ -283,7 +284,6 @@ def _custom_form() -> None:
 
 
 def _inputs_form() -> None:
-    _keep_custom_fields()
     st.subheader(_("Hardware and model"))
     st.selectbox("GPU", [g.id for g in load_gpus()], key=K("gpu"), format_func=_gpu_label)
     st.number_input(_("GPUs (one node)"), key=K("gpus"), step=1, min_value=1)
@@ -328,7 +328,8 @@ def _inputs_form() -> None:
         st.toggle(_("Model trained with QLoRA (NF4)"), key=K("qlora"))
 
 
-def _card(advice: Advice) -> None:
+def _card(advice: Advice) -> bool:
+    """The recommendation. False when the run ended below its figures (ui/first_paint.py): the rest comes next run."""
     with st.container(border=True):
         st.subheader(_(":material/recommend: Run {engine}").format(engine=advice.engine_name))
         st.write(advice.summary(tr=_))
@@ -356,6 +357,8 @@ def _card(advice: Advice) -> None:
                 tokens=advice.memory.context_tokens, target=advice.request.concurrency
             ),
         )
+        if not after_headline(PAGE):
+            return False  # the first run ends with the figures; the rest follows once the browser has drawn them
         spec = advice.speculative
         speculation = (
             _("n-gram, {tokens} tokens").format(tokens=spec.num_speculative_tokens) if spec.enabled else _("off")
@@ -375,6 +378,7 @@ def _card(advice: Advice) -> None:
         chosen = estimate_advice(advice, calibrations=calibrations)
         _estimates(advice, chosen, estimate_advice(advice, runner_up=True, calibrations=calibrations))
         _price_link(advice, chosen)
+    return True
 
 
 def _estimate_label(point: OperatingPoint) -> str:
@@ -725,8 +729,16 @@ def body() -> None:
     with names_worded_by(_):  # an unknown GPU, model, engine or quantization in the link, said in the page's language
         state.load()
     state.show_notes()
-    with st.sidebar:
-        _inputs_form()
+    _keep_custom_fields()
+    _advice(nearest_slot)
+    # The form comes after the advice (the sidebar keeps its place): a shared link's card is not held back by it.
+    if not stopped_at_headline():
+        with st.sidebar:
+            _inputs_form()
+
+
+def _advice(nearest_slot: DeltaGenerator) -> None:
+    """The advice for the form's inputs, or why there is none."""
     with names_worded_by(_):
         request, errors = state.read(_from_widget)
     if request is None:
@@ -742,7 +754,8 @@ def body() -> None:
     _show_nearest(nearest_slot, request, advice)
     for warning in advice.warnings:
         st.warning(warning, icon="⚠️")
-    _card(advice)
+    if not _card(advice):
+        return
     # Lazy tabs: only the open one runs, so the recommendation is not held back by charts (docs/performance.md).
     why, memory, launch, engines = st.tabs(
         [_("Why"), _("Memory fit"), _("Launch command"), _("Engines compared")], key=TABS, on_change="rerun"

@@ -16,6 +16,7 @@ from tco.throughput import OperatingPoint, estimate_tps
 from ui.calibration import stored_calibrations
 from ui.concepts import concept_note
 from ui.errors import guarded, show_errors
+from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
 from ui.params import aliases, validate_params
 from ui.scenarios import load_scenario_params, scenario_panel
@@ -341,7 +342,7 @@ def _exact(amount: float | None, currency: str) -> str:
 
 def _headline(result: TcoResult) -> None:
     cur = result.inputs.currency
-    cap, fleet = result.capacity, result.fleet
+    cap = result.capacity
     st.subheader(_("One replica at full load"))
     cols = st.columns(4)
     cols[0].metric(_("Cost per request"), _money(cap.cost_per_request, cur), border=True)
@@ -356,6 +357,12 @@ def _headline(result: TcoResult) -> None:
         + _("{amount} per year").format(amount=_money(cap.cost_per_replica_year, cur)),
     )
     _other_currency(result)
+
+
+def _capacity_and_fleet(result: TcoResult) -> None:
+    """The rest of the figures: one replica's capacity, and the fleet your traffic needs."""
+    cur = result.inputs.currency
+    cap, fleet = result.capacity, result.fleet
     cols = st.columns(4)
     cols[0].metric(_("Seconds of output per request"), f"{cap.seconds_of_output_per_request:.2f} s", border=True)
     cols[1].metric(_("Requests/s per replica"), f"{cap.requests_per_s:,.2f}", border=True)
@@ -481,17 +488,26 @@ def body() -> None:
     state.load()
     st.session_state.setdefault(_PREV_CURRENCY, st.session_state[K("currency")])
     state.show_notes()
-    with st.sidebar:
-        _inputs_form()
-    st.session_state[_PREV_CURRENCY] = st.session_state[K("currency")]
     inputs, errors = state.read()
     if inputs is None:
         show_errors(_("Check these inputs; the results update once they are valid."), errors)
-        return
+    else:
+        _results(inputs)
+    # The form comes after the headline (the sidebar keeps its place): a shared link's figure is not held back by it.
+    if not stopped_at_headline():
+        with st.sidebar:
+            _inputs_form()
+    st.session_state[_PREV_CURRENCY] = st.session_state[K("currency")]
+
+
+def _results(inputs: TcoInputs) -> None:
     result = estimate(inputs, _)
     _estimate_note(inputs)
     _measured_note(inputs)
     _headline(result)
+    if not after_headline(PAGE):
+        return  # the first run ends with the headline; the rest follows once the browser has drawn it
+    _capacity_and_fleet(result)
     for note in result.notes:
         st.info(note, icon="💡")
     # Lazy tabs: only the open one runs, so a shared link's headline is not held back by charts (docs/performance.md).

@@ -16,6 +16,7 @@ from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 from tests.conftest import ARTIFACTS, _streamlit_base_path_probe
 from tests.support import TIMEOUT_SCALE
+from ui.first_paint import BEACON_KEY
 
 WAIT_MS = round(60_000 * TIMEOUT_SCALE)  # one wait for the app: a rerun, a page change, a chart, a download
 PROBE_MS = round(180_000 * TIMEOUT_SCALE)  # a small probe against the local test server, from Start to its result
@@ -24,6 +25,7 @@ VIEWPORT = {"width": 1400, "height": 1000}
 EXCEPTION = '[data-testid="stException"]'
 WARNING = '[data-testid="stAlertContentWarning"]'
 MAX_IN_SLO = "Max concurrency in SLO"  # the first card of a probe result
+BEACON = f".st-key-{BEACON_KEY}"  # on a page's first run, below its headline until the rest of the page is drawn
 
 
 def new_context(browser: Browser) -> BrowserContext:
@@ -46,13 +48,15 @@ def wait_until(check: Callable[[], bool], what: str, timeout_ms: int = WAIT_MS) 
 
 
 def wait_idle(page: Page) -> None:
-    """Wait until the app's script has finished its run (and the connection is up).
+    """Wait until the app's script has finished its run (and the connection is up) and the page is whole.
 
     Only meaningful once the result of the last action is on the page (a text, the URL): right after a click the
-    rerun may not have started yet, and the app still reads as idle.
+    rerun may not have started yet, and the app still reads as idle. A page's first run ends at its headline; the
+    run that draws the rest removes the beacon below it (ui/first_paint.py).
     """
     app = page.locator('[data-testid="stApp"]')
     expect(app).to_have_attribute("data-test-connection-state", "CONNECTED")
+    expect(page.locator(BEACON)).to_have_count(0)
     expect(app).to_have_attribute("data-test-script-state", "notRunning")
 
 

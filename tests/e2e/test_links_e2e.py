@@ -347,8 +347,8 @@ def runs_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
 
 
 def _listed_runs(page: Page) -> Locator:
-    """The rows of the runs table (the page's first grid; compared runs' levels come below it), header excluded."""
-    return page.locator('[data-testid="stDataFrame"]').first.locator('[role="grid"] tbody tr')
+    """The rows of the runs list (its first tab: the newest runs as a table, the page's first), header excluded."""
+    return page.locator('[data-testid="stMarkdownContainer"] table').first.locator("tbody tr")
 
 
 def _open_run(page: Page, label: str, opened: int) -> None:

@@ -105,7 +105,7 @@ def test_two_probes_at_once_while_a_third_session_browses_runs(
             saved = download(tab_a, tab_a.get_by_role("button", name=button), tmp_path)
             exports.append(saved.read_text(encoding="utf-8"))
         open_page(browsing, f"{base}/runs", "Probe runs")
-        expect(browsing.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+        expect(browsing.locator('[data-testid="stMarkdownContainer"] table tbody tr').first).to_be_visible()
         assert_no_traceback(browsing)
         engine.dispose()
         for context in (first, second, third):

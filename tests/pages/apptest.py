@@ -3,15 +3,26 @@
 import re
 import time
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from tests.support import ROOT
+from ui.first_paint import painted_key
+
+PAGES = ("home", "handbook", "tco", "selector", "compare", "probe", "runs")
 
 
-def open_page(page: str, params: dict[str, str] | None = None, timeout_s: float = 30) -> AppTest:
+def open_page(
+    page: str, params: dict[str, str] | None = None, timeout_s: float = 30, *, painted: bool = True
+) -> AppTest:
+    """Run app.py on one page. AppTest has no browser to report the headline's first paint (ui/first_paint.py), so
+    by default the session starts as if it had (the whole page); painted=False gives the first run a link gets."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout_s)
     if params:
         at.query_params.update(params)
+    if painted:
+        for name in PAGES:
+            at.session_state[painted_key(name)] = True
     at.switch_page(f"views/{page}.py")
     return at.run()
 
@@ -110,6 +121,19 @@ def open_tab(at: AppTest, key: str, label: str) -> AppTest:
     """Open a lazy tab (st.tabs with on_change="rerun": only the open tab's content runs) and rerun the page."""
     at.session_state[key] = label
     return at.run()
+
+
+def runs_grid(at: AppTest) -> "pd.DataFrame":
+    """On /runs, open the list's grid tab (the newest runs show as text first) and return its table."""
+    label = next(
+        t.label for t in at.tabs if t.label in ("Every run: sort, search, download", "全部压测：排序、搜索、下载")
+    )
+    return open_tab(at, "_runs.list_tab", label).dataframe[0].value
+
+
+def newest_list(at: AppTest) -> str:
+    """On /runs, the list's first tab: the newest runs as a Markdown table."""
+    return next(m.value for m in at.markdown if m.value.startswith("| "))
 
 
 def open_result_tab(at: AppTest, label: str) -> AppTest:

@@ -23,9 +23,11 @@ from tests.pages.apptest import (
     english_leftovers,
     finish_probe,
     metric,
+    newest_list,
     open_page,
     open_result_tab,
     open_tab,
+    runs_grid,
     texts,
 )
 from tests.support import free_port
@@ -261,7 +263,8 @@ def test_runs_list_filters_open_compare_and_delete_in_chinese(fake: FakeServer, 
     assert listed.title[0].value == "压测记录"
     assert [s.label for s in listed.selectbox] == ["接口地址", "模型"]
     assert listed.selectbox(key="runs.model").format_func("") == "全部模型"
-    table = listed.dataframe[0].value
+    assert "| 开始时间 | 状态 | 名称 |" in newest_list(listed)
+    table = runs_grid(listed)
     assert {"开始时间", "状态", "名称", "满足 SLO 的最高并发", "id"} <= set(table.columns)
     assert set(table["状态"]) == {"已完成"} and set(table["id"]) == {first, second}
     assert listed.multiselect(key="runs.runs").label == "打开压测"
@@ -284,8 +287,8 @@ def test_runs_list_filters_open_compare_and_delete_in_chinese(fake: FakeServer, 
     compared = open_page("runs", {**ZH, "runs": f"{second},{third}"})
     _clean(compared)
     assert any(s == "对比 2 次压测" for s in texts(compared.subheader))
-    assert [t.label for t in compared.tabs][:3] == ["档位并排对比", "延迟", "吞吐"]
-    side = compared.dataframe[1].value
+    assert [t.label for t in compared.tabs][2:5] == ["档位并排对比", "延迟", "吞吐"]  # after the list's two
+    side = next(d.value for d in compared.dataframe if "并发" in d.value.columns)
     assert {"压测", "并发", "输出 tok/s"} <= set(side.columns) and len(side) == 4
     assert "延迟随并发的变化" in _figure_texts(_figure(open_tab(compared, "runs.compare.tab", "延迟"), 0))
 
@@ -295,9 +298,10 @@ def test_runs_in_english_stay_as_they_were(fake: FakeServer, database_url: str) 
     at = open_page("runs", {"lang": "en", "runs": run_id})
     assert not at.exception and not at.error
     assert at.title[0].value == "Probe runs"
-    assert {"started", "status", "label", "id"} <= set(at.dataframe[0].value.columns)
+    assert newest_list(at).startswith("| started | status | label |")
+    assert {"started", "status", "label", "id"} <= set(runs_grid(at).columns)
     assert metric(at, "Max concurrency in SLO") == "2"
-    assert [t.label for t in at.tabs][:4] == ["Levels", "Latency", "Throughput", "Errors"]
+    assert [t.label for t in at.tabs][2:6] == ["Levels", "Latency", "Throughput", "Errors"]  # after the list's
 
 
 def test_a_bad_link_and_a_bad_input_are_named_in_chinese() -> None:

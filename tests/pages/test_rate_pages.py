@@ -8,7 +8,7 @@ import pytest
 from db import init_db, make_engine
 from db.runs import get_run, list_runs
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, open_tab, texts
+from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, open_tab, runs_grid, texts
 
 
 @pytest.fixture(autouse=True)
@@ -71,7 +71,7 @@ def test_a_rate_sweep_from_the_page_charts_rates_and_costs_the_best_rate(fake: F
     assert query["out_tokens"] == "8"
     # /runs lists it with its best rate and opens it like any other run, charted against the rate.
     runs = open_page("runs")
-    table = runs.dataframe[0].value
+    table = runs_grid(runs)
     assert list(table["best req/s within SLO"]) == [40.0]
     opened = open_page("runs", {"runs": result.run_id})  # type: ignore[attr-defined]
     assert not opened.exception and not opened.error

@@ -12,7 +12,7 @@ from probes import ProbeRun, RunSettings, Timeouts
 from probes.deployment import Deployment, deployment_text
 from probes.export import levels_csv, result_json
 from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.pages.apptest import metric, open_page, open_tab, texts
+from tests.pages.apptest import metric, newest_list, open_page, open_tab, runs_grid, texts
 from ui.text import escape_markdown
 
 HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](http://evil)"
@@ -83,13 +83,16 @@ def test_lists_runs_filters_by_model_and_the_link_keeps_the_filter(engine: objec
     first = record(engine, fake, "fake:tokens=8")
     second = record(engine, fake, "fake:tokens=4")
     at = open_page("runs")
-    table = at.dataframe[0].value
+    listed = newest_list(at)  # the newest runs as text first, every column of the grid
+    assert listed.startswith("| started | status | label | model | endpoint | workload |")
+    assert f"`{first}`" in listed and f"`{second}`" in listed
+    table = runs_grid(at)
     assert set(table["id"]) == {first, second}
     at.selectbox(key="runs.model").set_value("fake:tokens=4").run()
     assert list(at.dataframe[0].value["id"]) == [second]
     assert _params(at) == {"model": "fake:tokens=4"}
     again = open_page("runs", _params(at))
-    assert list(again.dataframe[0].value["id"]) == [second]
+    assert list(runs_grid(again)["id"]) == [second]
     assert again.selectbox(key="runs.model").value == "fake:tokens=4"
 
 
@@ -125,7 +128,7 @@ def test_compare_two_runs_overlays_them(engine: object, fake: FakeServer) -> Non
     figure = json.loads(latency.proto.spec)
     names = {trace.get("name", "") for trace in figure["data"]}
     assert any(n.startswith("eight") for n in names) and any(n.startswith("four") for n in names)
-    table = at.dataframe[1].value  # the list, then the levels side by side
+    table = next(d.value for d in at.dataframe if "concurrency" in d.value.columns)  # the levels side by side
     assert len(table) == 4 and {"run", "concurrency", "output tok/s"} <= set(table.columns)
     assert len(at.get("download_button")) == 6  # each run keeps its own exports
 
@@ -145,7 +148,7 @@ def test_delete_asks_first_then_removes_the_run_and_its_link(engine: object, fak
     assert get_run_row(engine, doomed) is None and get_run_row(engine, keep) is not None
     assert any("Deleted" in s for s in texts(at.success))
     assert _params(at) == {}
-    assert list(at.dataframe[0].value["id"]) == [keep]
+    assert list(runs_grid(at)["id"]) == [keep]
 
 
 @pytest.mark.parametrize(
@@ -174,7 +177,8 @@ def test_labels_typed_by_users_are_shown_as_text(engine: object, fake: FakeServe
     at = open_page("runs", {"runs": run_id})
     heading = texts(at.subheader)[0]
     assert "\\<img" in heading and "\\*\\*bold\\*\\*" in heading and "\\[link\\]" in heading
-    assert HOSTILE in list(at.dataframe[0].value["label"])  # a table cell is text already
+    assert "\\<img" in newest_list(at) and "\\*\\*bold" in newest_list(at)  # escaped in the Markdown list
+    assert HOSTILE in list(runs_grid(at)["label"])  # a grid cell is text already
     compared = open_page("runs", {"runs": f"{run_id},{other}"})
     assert any("\\<img" in e.label for e in compared.expander)
     figure = json.loads(open_tab(compared, "runs.compare.tab", "Latency").get("plotly_chart")[0].proto.spec)
