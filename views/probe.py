@@ -175,30 +175,6 @@ def _form(busy: bool) -> DeltaGenerator:
                 placeholder=_("pick one to use it"),
                 on_change=_pick_model,
             )
-        left, mid, right, last = st.columns(4)
-        choice_field(left, state, "api", APIS)
-        choice_field(mid, state, "workload", WORKLOADS)
-        text_field(right, state, "levels")
-        number_field(last, state, "requests", step=8)
-        workload = st.session_state.get(K("workload"))
-        if workload == WorkloadKind.SYNTHETIC.value:
-            number_field(box, state, "input_tokens", step=128)
-        elif workload == WorkloadKind.SHARED_PREFIX.value:
-            number_field(box, state, "prefix_tokens", step=256)
-        elif workload == WorkloadKind.FILE.value:
-            st.file_uploader(
-                _("Prompt file (JSONL)"),
-                type=["jsonl", "json", "txt"],
-                key=PROMPT_FILE,
-                help=_(
-                    'One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
-                    "line. The file is not part of the link: upload it again on another screen."
-                ),
-            )
-        elif workload == WorkloadKind.TRACE.value:
-            _trace_fields(box)
-        elif workload == WorkloadKind.SESSIONS.value:
-            _session_fields(box)
         left, right, rest = st.columns([1.4, 1.2, 3], vertical_alignment="center")
         left.button(
             _("Test connection"), key="probe.test", icon=":material/lan:", on_click=_test_connection, disabled=busy
@@ -207,11 +183,41 @@ def _form(busy: bool) -> DeltaGenerator:
         if report is not None:
             ok, message = report
             rest.markdown(f":{'green' if ok else 'red'}[{'✓' if ok else '✗'}] " + escape_markdown(message))
-        # The optional sections come below the buttons, once the browser has drawn the form (ui/first_paint.py): a
-        # shared link's form and its Start button are not held back by them, and do not move when they come.
+        # The load settings and the optional sections come below the buttons, once the browser has drawn the form
+        # (ui/first_paint.py): a shared link's form is not held back by their select boxes and number fields, and the
+        # Start button does not move when they come.
         if headline_drawn(PAGE):
+            _load_fields(box)
             _sections()
     return right
+
+
+def _load_fields(box: DeltaGenerator) -> None:
+    """How to load the endpoint: the API, the workload (and its own fields), the levels and requests per level."""
+    left, mid, right, last = st.columns(4)
+    choice_field(left, state, "api", APIS)
+    choice_field(mid, state, "workload", WORKLOADS)
+    text_field(right, state, "levels")
+    number_field(last, state, "requests", step=8)
+    workload = st.session_state.get(K("workload"))
+    if workload == WorkloadKind.SYNTHETIC.value:
+        number_field(box, state, "input_tokens", step=128)
+    elif workload == WorkloadKind.SHARED_PREFIX.value:
+        number_field(box, state, "prefix_tokens", step=256)
+    elif workload == WorkloadKind.FILE.value:
+        st.file_uploader(
+            _("Prompt file (JSONL)"),
+            type=["jsonl", "json", "txt"],
+            key=PROMPT_FILE,
+            help=_(
+                'One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
+                "line. The file is not part of the link: upload it again on another screen."
+            ),
+        )
+    elif workload == WorkloadKind.TRACE.value:
+        _trace_fields(box)
+    elif workload == WorkloadKind.SESSIONS.value:
+        _session_fields(box)
 
 
 def _sections() -> None:

@@ -87,9 +87,11 @@ def test_the_probe_form_comes_first_and_its_closed_sections_after(database_url: 
     at = open_page("probe", painted=False)
     assert not at.exception and beacons(at) == 1
     assert at.button(key="probe.start").label == "Start probe" and "probe.url" in widget_keys(at)
-    assert not at.expander and "probe.max_tokens" not in widget_keys(at)  # the closed sections come below, later
-    at = painted(at, "probe")
-    assert beacons(at) == 0 and {"probe.max_tokens", "probe.ttft_p50", "probe.gpu"} <= widget_keys(at)
+    assert {"probe.url", "probe.model"} <= widget_keys(at) and at.button(key="probe.test").label == "Test connection"
+    assert not at.expander and not {"probe.workload", "probe.levels", "probe.max_tokens"} & widget_keys(at)
+    at = painted(at, "probe")  # then below the buttons: the load settings, and the closed sections
+    assert beacons(at) == 0 and {"probe.workload", "probe.levels", "probe.requests"} <= widget_keys(at)
+    assert {"probe.max_tokens", "probe.ttft_p50", "probe.gpu"} <= widget_keys(at)
     assert [e.label for e in at.expander][:2] == ["Load and generation", "Request rates (open loop)"]
 
 
