@@ -12,8 +12,10 @@ since the navigation started) the first time it is laid out and visible. Playwri
 time: it looks again after 0, 20, 50, 100 and 100 ms and then only every 500 ms, which rounds a visit up by as much as
 the 0.5 s this bench checks. Then the wait goes on until the page is whole: the first-paint beacon gone
 (ui/first_paint.py) and the app's script finished (stApp's data-test-script-state, as tests/e2e/helpers.wait_idle).
-Bytes received: every HTTP response's encodedDataLength (CDP Network.loadingFinished, headers included) plus every
-WebSocket frame received (payload), counted up to the headline (as Python sees it) and up to idle. Results go to
+Bytes received are counted in the page too, so that counting adds no work to the browser's side of the timed visit
+(Playwright's network and WebSocket events did, per response and per frame): the transferSize of the document and of
+every resource (Resource Timing: body as sent plus headers) and the size of every WebSocket message received, up to
+the headline and up to idle. Results go to
 bench/results/page_speed.md and .json (every visit). Exit 1 when a page's median is more than --limit-s (0.5 s) above
 the floor's, or a page failed to show its headline.
 """
@@ -36,9 +38,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from playwright.sync_api import Browser, ViewportSize, WebSocket, expect, sync_playwright
+from playwright.sync_api import Browser, ViewportSize, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -164,8 +166,33 @@ HEADLINE_JS = """
     }[spec.kind];
     return [...document.querySelectorAll(selector)].some((el) => text(el) === spec.label && shown(el));
   };
+  const received = () => {
+    const loaded = performance.getEntriesByType("navigation").concat(performance.getEntriesByType("resource"));
+    return {
+      http: loaded.reduce((sum, entry) => sum + entry.transferSize, 0),
+      responses: loaded.filter((entry) => entry.transferSize > 0).length,
+      websocket: window.__wsBytes,
+      frames: window.__wsFrames,
+    };
+  };
+  window.__received = received;
+  window.__wsBytes = 0;
+  window.__wsFrames = 0;
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", (event) => {
+        window.__wsBytes += event.data.byteLength ?? event.data.length ?? 0;
+        window.__wsFrames += 1;
+      });
+    }
+  };
   const look = () => {
-    if (window.__headlineMs === undefined && found()) window.__headlineMs = performance.now();
+    if (window.__headlineMs === undefined && found()) {
+      window.__headlineMs = performance.now();
+      window.__atHeadline = received();
+    }
   };
   new MutationObserver(look).observe(document, { subtree: true, childList: true, characterData: true });
   const frame = () => {
@@ -247,23 +274,12 @@ def seed_run(env: dict[str, str], folder: Path) -> str:
 
 @dataclass
 class Received:
-    """Bytes the browser received during one visit: HTTP responses (headers included) and WebSocket frames."""
+    """Bytes the browser received, counted in the page: HTTP responses (headers included) and WebSocket messages."""
 
     http: int = 0
     websocket: int = 0
     responses: int = 0
     frames: int = 0
-
-    def on_response(self, event: dict[str, Any]) -> None:
-        self.http += int(event.get("encodedDataLength", 0))
-        self.responses += 1
-
-    def on_frame(self, payload: str | bytes) -> None:
-        self.websocket += len(payload.encode() if isinstance(payload, str) else payload)
-        self.frames += 1
-
-    def copy(self) -> "Received":
-        return Received(self.http, self.websocket, self.responses, self.frames)
 
     @property
     def total(self) -> int:
@@ -296,28 +312,19 @@ def visit(browser: Browser, name: str, url: str, round_no: int, order: int) -> V
     context.set_default_navigation_timeout(timeout_ms)
     try:
         page = context.new_page()
-        received = Received()
-        cdp = context.new_cdp_session(page)
-        cdp.on("Network.loadingFinished", received.on_response)
-        cdp.send("Network.enable")
-
-        def on_websocket(ws: WebSocket) -> None:
-            ws.on("framereceived", received.on_frame)
-
-        page.on("websocket", on_websocket)
         page.add_init_script(script=f"({HEADLINE_JS})({json.dumps(asdict(target.find))})")
         start = time.perf_counter()
         page.goto(url, wait_until="commit")
         page.wait_for_function("window.__headlineMs !== undefined", polling=POLL_MS, timeout=timeout_ms)
-        result.to_headline = received.copy()
-        result.headline_s = float(page.evaluate("window.__headlineMs")) / 1000
         result.headline_wall_s = time.perf_counter() - start
+        result.headline_s = float(page.evaluate("window.__headlineMs")) / 1000
+        result.to_headline = Received(**page.evaluate("window.__atHeadline"))
         app = page.locator('[data-testid="stApp"]')
         expect(app).to_have_attribute("data-test-connection-state", "CONNECTED", timeout=timeout_ms)
         expect(page.locator(BEACON)).to_have_count(0, timeout=timeout_ms)
         expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=timeout_ms)
         result.idle_s = time.perf_counter() - start
-        result.to_idle = received.copy()
+        result.to_idle = Received(**page.evaluate("window.__received()"))
         result.exceptions = page.locator('[data-testid="stException"]').count()
         page.goto("about:blank")
     except Exception as exc:
