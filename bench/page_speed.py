@@ -133,6 +133,8 @@ CHROMIUM_ARGS = [  # as the browser tests launch it (tests/conftest.py)
 VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}  # the browser tests' window
 SEED = 13  # the order of the pages within each round
 LIMIT_S = 0.5  # a page's median may be this much above the floor's
+SETTLE_IDLE = 0.75  # before each visit, wait for a quarter second in which the CPUs were at least this idle
+SETTLE_MAX_S = 5.0  # ... but no longer than this
 POLL_MS = 50  # how often Python asks the page whether it has timed the headline (not part of the time)
 TIMEOUT_S = 300.0  # one wait (a server's start, a headline, idle): generous, the machine may be busy
 # Installed before the page's own scripts: at every DOM change and every animation frame, is the headline there, laid
@@ -300,6 +302,7 @@ class Visit:
     to_idle: Received = field(default_factory=Received)
     exceptions: int = 0
     error: str | None = None
+    settled_s: float = 0.0  # the wait before the visit for the machine to be quiet (settle())
 
 
 def visit(browser: Browser, name: str, url: str, round_no: int, order: int) -> Visit:
@@ -332,6 +335,35 @@ def visit(browser: Browser, name: str, url: str, round_no: int, order: int) -> V
     finally:
         context.close()
     return result
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(idle, total) jiffies of all CPUs from /proc/stat; None where there is none."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return fields[3] + fields[4], sum(fields)  # idle + iowait
+
+
+def settle() -> float:
+    """Wait until the machine is quiet (the last visit's browser context and page runs wound down); return the wait.
+
+    One visit's teardown (its context closed, its session ended, a page's second run) must not overlap the next
+    visit's start, or the page after a heavy one pays for it.
+    """
+    start = time.perf_counter()
+    while time.perf_counter() - start < SETTLE_MAX_S:
+        before = _cpu_times()
+        time.sleep(0.25)
+        after = _cpu_times()
+        if before is None or after is None:
+            time.sleep(1.0)
+            break
+        idle, total = after[0] - before[0], after[1] - before[1]
+        if total > 0 and idle / total >= SETTLE_IDLE:
+            break
+    return time.perf_counter() - start
 
 
 def rounds(pages: list[str], visits: int, seed: int) -> Iterator[tuple[int, int, str]]:
@@ -482,7 +514,9 @@ def main(argv: list[str] | None = None) -> int:
             for round_no, position, name in rounds(args.page_list, args.visits, SEED):
                 target = TARGETS[name]
                 url = bases[target.server] + target.path.format(run=run_id)
+                settled_s = settle()
                 one = visit(browser, name, url, round_no, position)
+                one.settled_s = settled_s
                 results.append(one)
                 shown = "failed: " + (one.error or "") if one.error else f"{one.headline_s:.2f} s"
                 print(f"round {round_no} #{position:<2} {name:<15} {shown}", file=sys.stderr, flush=True)
