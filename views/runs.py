@@ -1,5 +1,6 @@
 """Probe runs: every stored run, filtered by endpoint and model; open one, compare several, export, delete."""
 
+import datetime as dt
 from collections.abc import Callable
 
 import pandas as pd
@@ -88,37 +89,45 @@ def _list(rows: list[RunRow]) -> None:
             _table(rows)
 
 
-def _newest(rows: list[RunRow], count: int) -> None:
-    """The newest runs as a Markdown table, in a box that scrolls: the same columns as the grid."""
+def _list_rows(rows: list[RunRow]) -> list[dict[str, object]]:
+    """The list's columns, one dict per run (labels in this page's language): both of its views show these."""
     peaks = peak_output_tok_s(get_engine(), [row.id for row in rows])
     rates = best_request_rates(get_engine(), [row.id for row in rows])
-    header = [
-        _("started"),
-        _("status"),
-        _("label"),
-        _("model"),
-        _("endpoint"),
-        _("workload"),
-        _("best concurrency within SLO"),
-        _("best req/s within SLO"),
-        _("peak output tok/s"),
-        "id",
+    return [
+        {
+            _("started"): row.started_at,
+            _("status"): status_name(row.status),
+            _("label"): row.label,
+            _("model"): row.model,
+            _("endpoint"): row.endpoint,
+            _("workload"): row.workload,
+            _("best concurrency within SLO"): row.best_concurrency_within_slo,
+            _("best req/s within SLO"): rates.get(row.id),
+            _("peak output tok/s"): round(peaks[row.id], 1) if row.id in peaks else None,
+            "id": row.id,
+        }
+        for row in rows
     ]
+
+
+def _cell(value: object) -> str:
+    """One cell of the Markdown list: times to the second, numbers grouped, typed text escaped, nothing for None."""
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime):
+        return f"{value:%Y-%m-%d %H:%M:%S}"
+    if isinstance(value, int | float):
+        return f"{value:,.6g}"
+    return escape_markdown(str(value))
+
+
+def _newest(rows: list[RunRow], count: int) -> None:
+    """The newest runs as a Markdown table, in a box that scrolls: the same columns as the grid."""
+    table = _list_rows(rows)
+    header = list(table[0])
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for row in rows:
-        rate, peak, best = rates.get(row.id), peaks.get(row.id), row.best_concurrency_within_slo
-        cells = [
-            f"{row.started_at:%Y-%m-%d %H:%M:%S}",
-            escape_markdown(status_name(row.status)),
-            escape_markdown(row.label or ""),
-            escape_markdown(row.model),
-            escape_markdown(row.endpoint),
-            escape_markdown(row.workload),
-            "" if best is None else f"{best:,}",
-            "" if rate is None else f"{rate:,.4g}",
-            "" if peak is None else f"{peak:,.1f}",
-            f"`{row.id}`",
-        ]
+    for line in table:
+        cells = [f"`{value}`" if name == "id" else _cell(value) for name, value in line.items()]
         lines.append("| " + " | ".join(cells) + " |")
     with st.container(height=NEWEST_HEIGHT_PX if len(rows) > NEWEST_UNBOXED else "content"):
         st.markdown("\n".join(lines))
@@ -131,28 +140,9 @@ def _newest(rows: list[RunRow], count: int) -> None:
 
 
 def _table(rows: list[RunRow]) -> None:
-    peaks = peak_output_tok_s(get_engine(), [row.id for row in rows])
-    rates = best_request_rates(get_engine(), [row.id for row in rows])
     started = _("started")
-    table = pd.DataFrame(
-        [
-            {
-                started: row.started_at,
-                _("status"): status_name(row.status),
-                _("label"): row.label,
-                _("model"): row.model,
-                _("endpoint"): row.endpoint,
-                _("workload"): row.workload,
-                _("best concurrency within SLO"): row.best_concurrency_within_slo,
-                _("best req/s within SLO"): rates.get(row.id),
-                _("peak output tok/s"): round(peaks[row.id], 1) if row.id in peaks else None,
-                "id": row.id,
-            }
-            for row in rows
-        ]
-    )
     st.dataframe(
-        table,
+        pd.DataFrame(_list_rows(rows)),
         hide_index=True,
         key="runs.table",
         column_config={started: st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss")},
