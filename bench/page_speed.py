@@ -43,6 +43,9 @@ from typing import Literal
 from playwright.sync_api import Browser, ViewportSize, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from ui.first_paint import BEACON_KEY  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
 PYTHON = sys.executable
 
@@ -204,7 +207,7 @@ HEADLINE_JS = """
   requestAnimationFrame(frame);
 }
 """
-BEACON = ".st-key-_first_paint_beacon"  # ui/first_paint.py: there until the run that draws the rest of the page
+BEACON = f".st-key-{BEACON_KEY}"  # there until the run that draws the rest of the page
 SEED_PROBE = ["--concurrency", "1,2", "--requests", "4", "--max-tokens", "16", "--label", SEED_LABEL]
 
 
