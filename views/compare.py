@@ -112,7 +112,10 @@ def _view_controls() -> None:
 
 
 class _SharedRankings:
-    """The last rankings of every session, by priced inputs and calibrations: a shared link opens a new session."""
+    """The last rankings of every session, by priced inputs and calibrations: a shared link opens a new session.
+
+    Not st.cache_resource around rank(): the progress bar drawn while it ranks would be recorded and replayed.
+    """
 
     def __init__(self, size: int) -> None:
         self._size = size
