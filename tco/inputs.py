@@ -107,6 +107,7 @@ def known_quant(value: object) -> object:
 
 
 MAX_RPS = 10_000_000  # requests/s per replica (`rps`)
+MIN_RPS = 0.0001  # below this a fleet for any traffic has more replicas than a number can hold
 RUN_ID = re.compile(r"^[0-9a-f]{6,32}$")
 
 
@@ -288,8 +289,8 @@ class TcoInputs(BaseModel):
             rate = float(rate_text)
         except ValueError:
             raise ValueError("give requests/s per replica, e.g. 12.5 or 12.5@<probe run id>") from None
-        if not 0 < rate <= MAX_RPS:
-            raise ValueError(f"requests/s per replica must be above 0 and at most {MAX_RPS:,.0f}")
+        if not MIN_RPS <= rate <= MAX_RPS:
+            raise ValueError(f"requests/s per replica must be at least {MIN_RPS:g} and at most {MAX_RPS:,.0f}")
         run_id = run_id.strip().lower()
         if run_id and not RUN_ID.match(run_id):
             raise ValueError(f"a probe run id is 6-32 hexadecimal characters, not {run_id!r}")
