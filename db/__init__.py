@@ -6,7 +6,16 @@ from db import calibration, runs, scenarios
 from db.calibration import CalibrationLevel, CalibrationRun, calibration_runs
 from db.engine import init_db, make_engine, safe_url, session_factory
 from db.reaper import INTERRUPTED_WITHIN_S, start_recovery, stop_sweeper
-from db.runs import RunRecorder, delete_run, get_run, list_runs, recover_interrupted_runs, recover_orphaned_runs
+from db.runs import (
+    RunRecorder,
+    confirm_served_model,
+    delete_run,
+    get_run,
+    list_runs,
+    model_confirmed,
+    recover_interrupted_runs,
+    recover_orphaned_runs,
+)
 from db.scenarios import Scenario, delete_scenario, get_scenario, list_scenarios, save_scenario
 
 __all__ = [
@@ -18,6 +27,7 @@ __all__ = [
     "Scenario",
     "calibration",
     "calibration_runs",
+    "confirm_served_model",
     "delete_run",
     "delete_scenario",
     "get_run",
@@ -26,6 +36,7 @@ __all__ = [
     "list_runs",
     "list_scenarios",
     "make_engine",
+    "model_confirmed",
     "recover_interrupted_runs",
     "recover_orphaned_runs",
     "runs",

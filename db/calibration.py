@@ -36,6 +36,7 @@ class CalibrationRun:
     label: str
     endpoint: str
     served_model: str  # the model name as the server served it
+    model_confirmed: bool  # the user confirmed the run measured `model` whatever the server called it
     started_at: datetime
     workload: str
     max_tokens: int
@@ -124,6 +125,7 @@ def calibration_runs(
                 label=row.label,
                 endpoint=row.endpoint,
                 served_model=row.model,
+                model_confirmed=bool(row.model_confirmed),
                 started_at=row.started_at if row.started_at.tzinfo else row.started_at.replace(tzinfo=UTC),
                 workload=row.workload,
                 max_tokens=settings.max_tokens,

@@ -86,6 +86,8 @@ class RunRow(Base):
     deploy_model: Mapped[str | None] = mapped_column(String(100), default=None)
     deploy_engine: Mapped[str | None] = mapped_column(String(100), default=None)
     deploy_quant: Mapped[str | None] = mapped_column(String(100), default=None)
+    # The user confirmed the run measured deploy_model although the server named another model (calibrates then).
+    model_confirmed: Mapped[bool] = mapped_column(Boolean, default=False)
 
     @property
     def settings(self) -> RunSettings:
@@ -526,6 +528,19 @@ def delete_run(engine: Engine, run_id: str) -> bool:
         session.execute(delete(LevelRow).where(LevelRow.run_id == run_id))
         result = session.execute(delete(RunRow).where(RunRow.id == run_id))
         return rowcount(result) > 0
+
+
+def confirm_served_model(engine: Engine, run_id: str) -> bool:
+    """Record that a run measured its declared model whatever the server called it; True if the run exists."""
+    with session_factory(engine)() as session, session.begin():
+        result = session.execute(update(RunRow).where(RunRow.id == run_id).values(model_confirmed=True))
+        return rowcount(result) > 0
+
+
+def model_confirmed(engine: Engine, run_id: str) -> bool:
+    """Whether the user confirmed the run measured its declared model (False for an unknown run)."""
+    with session_factory(engine)() as session:
+        return bool(session.scalar(select(RunRow.model_confirmed).where(RunRow.id == run_id)))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ class Correction(BaseModel):
     high_ratio: float
     run_ids: tuple[str, ...]
     levels: int
+    ttft_low_ratio: float = 1.0  # the measured TTFTs' residual spread (ttft_levels of them)
+    ttft_high_ratio: float = 1.0
+    ttft_levels: int = 0
 
 
 def _geomean(values: Sequence[float]) -> float:
@@ -52,13 +55,24 @@ def correction(
         return None
     scale = _geomean(step_ratios)
     residuals = [r / scale for r in step_ratios]  # what one scale leaves unexplained, level by level
-    floor = model_facts()["band"]["calibrated_floor"]
-    assert isinstance(floor, int | float)
+    ttft_scale = _geomean(ttft_ratios)
+    ttft_residuals = [r / ttft_scale for r in ttft_ratios]
     return Correction(
         step_scale=scale,
-        ttft_scale=_geomean(ttft_ratios) / scale if ttft_ratios else 1.0,
-        low_ratio=round(min(min(1 / r for r in residuals), 1 - floor), 4),
-        high_ratio=round(max(max(1 / r for r in residuals), 1 + floor), 4),
+        ttft_scale=ttft_scale / scale if ttft_ratios else 1.0,
+        low_ratio=_spread(residuals, min),
+        high_ratio=_spread(residuals, max),
         run_ids=tuple(run_ids),
         levels=len(step_ratios),
+        ttft_low_ratio=_spread(ttft_residuals, min) if ttft_ratios else 1.0,
+        ttft_high_ratio=_spread(ttft_residuals, max) if ttft_ratios else 1.0,
+        ttft_levels=len(ttft_ratios),
     )
+
+
+def _spread(residuals: Sequence[float], side: Callable[[Sequence[float]], float]) -> float:
+    """The low (side=min) or high (side=max) end of a calibrated band: the residuals, never within the floor."""
+    floor = model_facts()["band"]["calibrated_floor"]
+    assert isinstance(floor, int | float)
+    edge = side([1 / r for r in residuals])
+    return round(min(edge, 1 - floor) if side is min else max(edge, 1 + floor), 4)

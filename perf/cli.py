@@ -1,6 +1,8 @@
 """The command line: `python -m perf --gpu H100 --model llama-3.1-8b --engine vllm --quant fp8 --json`.
 
-Exit codes: 0 an estimate was printed; 2 bad input or no estimate for this engine or GPU (the message says which).
+The flags are PerfRequest's fields, hyphenated (plus the SLO's three and `--calibrate-from`); every value is
+checked by the request model and a bad one is named with what is allowed. Exit codes: 0 an estimate was printed;
+2 bad input or no estimate for this engine or GPU (the message says which).
 `fit` refits the coefficients on the public fit set and rewrites perf/data/coefficients.json.
 """
 
@@ -9,6 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -18,61 +21,86 @@ from perf.inputs import PerfRequest, Slo
 from perf.result import Calibration, Estimate, MeasuredLevel
 
 EXIT_OK, EXIT_NO_ESTIMATE = 0, 2
+_SPECIAL = {"concurrency", "max_throughput", "request_rates_rps", "slo", "kv_cache"}
+"""Fields whose flags are spelled by hand below: a list with 'max', a list of rates, the SLO's three, an alias."""
+_ALIASES = {"kv_cache": ("--kv-cache", "--kv-cache-dtype")}
+
+
+class CliError(ValueError):
+    """A flag's value that cannot be read (the message names the flag and what it takes)."""
 
 
 def _levels(text: str) -> tuple[tuple[int, ...], bool]:
     """'1,10,50' -> levels; 'max' (alone or in the list) asks for the highest-throughput point."""
     parts = [p.strip().lower() for p in text.split(",") if p.strip()]
-    values = tuple(int(p) for p in parts if p != "max")
-    return values, "max" in parts
+    bad = [p for p in parts if p != "max" and not p.isdigit()]
+    if bad:
+        raise CliError(
+            f"--concurrency: '{bad[0]}' is not a whole number; give levels like 1,10,50 and/or 'max' (1 to 65536)"
+        )
+    return tuple(int(p) for p in parts if p != "max"), "max" in parts
 
 
 def _rates(text: str) -> tuple[float, ...]:
-    return tuple(float(p) for p in text.split(",") if p.strip())
+    out = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        try:
+            out.append(float(part))
+        except ValueError:
+            raise CliError(f"--request-rate: '{part}' is not a number; give requests/s like 1,2.5,8") from None
+    return tuple(out)
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The flags of the estimate (the same names as PerfRequest's fields, hyphenated)."""
+    """The flags of the estimate: PerfRequest's fields, hyphenated; every value arrives as text for the model."""
     slo = Slo()
     p = argparse.ArgumentParser(
         prog="python -m perf",
         description="Estimate TTFT, TPOT and throughput of one configuration without hardware (an estimate, "
-        "with its band and basis). `python -m perf fit` refits the coefficients.",
+        "with its bands and basis). `python -m perf fit` refits the coefficients.",
+        allow_abbrev=False,
     )
-    p.add_argument("--gpu", required=True, help="a catalog GPU by id, name or alias (H100, A800, 'RTX 4090')")
-    p.add_argument("--gpus", type=int, default=1, help="GPUs for one model copy (default 1)")
-    p.add_argument("--model", required=True, help="a catalog model (llama-3.1-8b, qwen2.5-7b, ...)")
-    p.add_argument("--engine", required=True, help="vllm, sglang, tensorrt-llm or lmdeploy")
-    p.add_argument("--quant", default="auto", help="bf16, fp8, awq, gptq, w8a8-int8, nvfp4, mxfp4 or auto")
-    p.add_argument("--kv-cache", default="auto", help="KV cache dtype: auto (the advisor's) or fp8")
-    p.add_argument("--input-tokens", type=int, default=1000)
-    p.add_argument("--output-tokens", type=int, default=200)
+    for name, info in PerfRequest.model_fields.items():
+        if name in _SPECIAL - {"kv_cache"}:
+            continue
+        kwargs: dict[str, Any] = {"dest": name, "help": info.description}
+        if info.annotation is bool:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["default"] = None
+            kwargs["metavar"] = name.upper()
+            if info.is_required():
+                kwargs["required"] = True
+            elif info.default not in (None, ""):
+                kwargs["help"] = f"{info.description} (default: {info.default})"
+        p.add_argument(*_ALIASES.get(name, (_flag(name),)), **kwargs)
     p.add_argument(
         "--concurrency",
         default="1,10,50,100",
-        help="closed-loop levels, comma-separated; 'max' = the highest-throughput point (offline batch, no SLO)",
+        help="closed-loop levels, comma-separated; 'max' = the highest-throughput point the engine's sequence limit "
+        "and the KV cache allow (default: 1,10,50,100)",
     )
     p.add_argument("--request-rate", default="", help="Poisson arrival rates in requests/s, comma-separated")
-    p.add_argument("--find-max-rate", action="store_true", help="also search the highest rate within the SLO")
-    p.add_argument("--prefix-cache-hit", type=float, default=0.0, help="share of each prompt already cached (0-1)")
-    p.add_argument("--speculative-tokens", type=int, default=0, help="draft tokens per step (0 = no speculation)")
-    p.add_argument("--acceptance-rate", type=float, default=0.7, help="speculative acceptance rate (0-1)")
-    p.add_argument("--ttft-p50-ms", type=float, default=slo.ttft_p50_ms)
-    p.add_argument("--ttft-p99-ms", type=float, default=slo.ttft_p99_ms)
-    p.add_argument("--tpot-p50-ms", type=float, default=slo.tpot_p50_ms)
+    for name in Slo.model_fields:
+        p.add_argument(_flag(name), dest=name, default=None, help=f"SLO (default: {getattr(slo, name):g})")
     p.add_argument(
         "--calibrate-from",
         metavar="RUN.json",
         action="append",
         default=[],
-        help="a probe run's JSON (python -m probes --json) of this same configuration: calibrates the estimate",
+        help="a probe run of this same configuration, as written by `python -m probes ... --output RUN.json`: "
+        "calibrates the estimate",
     )
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
     return p
 
 
 def _calibration(path: str, request: PerfRequest, resolved: Estimate) -> Calibration:
-    """A probe JSON file (python -m probes --json) read as a calibration of the estimated configuration."""
+    """A probe JSON file (python -m probes --output) read as a calibration of the estimated configuration."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     levels = []
     for level in data.get("levels", []):
@@ -92,7 +120,7 @@ def _calibration(path: str, request: PerfRequest, resolved: Estimate) -> Calibra
     return Calibration(
         run_id=str(data.get("run_id") or Path(path).name),
         gpu=resolved.gpu_id,
-        gpus=request.gpus,
+        gpus=resolved.layout.gpus,
         model=resolved.model_id,
         engine=resolved.engine,
         quant=resolved.quant,
@@ -102,26 +130,84 @@ def _calibration(path: str, request: PerfRequest, resolved: Estimate) -> Calibra
 
 def render(result: Estimate) -> str:
     """A plain-text table for people."""
+    bands = "; ".join(
+        f"{name} {b.low_ratio:.2f}-{b.high_ratio:.2f}"
+        for name, b in (
+            ("tok/s", result.bands["output_tok_s"]),
+            ("TPOT", result.bands["tpot_ms"]),
+            ("TTFT", result.bands["ttft_ms"]),
+        )
+    )
+    lay = result.layout
     lines = [
-        f"ESTIMATE for {result.layout.gpus}x {result.gpu_name}, {result.model_name}, {result.engine}, {result.quant} "
-        f"(KV {result.kv_cache_dtype}), {result.request.input_tokens} in / {result.request.output_tokens} out",
-        f"band: measured/estimated tok/s {result.band.low_ratio:.2f}-{result.band.high_ratio:.2f} "
-        f"({result.band.group}); basis: {result.basis.text}",
-        f"{'load':>12} {'tok/s':>10} {'req/s':>8} {'TTFT p50':>9} {'TTFT p99':>9} {'TPOT p50':>9} {'E2E p50':>9}  SLO",
+        f"ESTIMATE for {lay.gpus}x {result.gpu_name}, {result.model_name}, {result.engine} {result.engine_version}, "
+        f"{result.quant} (KV {result.kv_cache_dtype}), tp {lay.tp} pp {lay.pp} ep {lay.ep} dp {lay.dp}, "
+        f"{result.request.input_tokens} in / {result.request.output_tokens} out",
+        f"band (measured/estimated): {bands} ({result.band.group}); basis: {result.basis.text}",
+        f"{'load':>12} {'tok/s':>10} {'req/s':>8} {'TTFT mean':>9} {'TTFT p50':>9} {'TTFT p99':>9} {'TPOT p50':>9} "
+        f"{'E2E p50':>9}  SLO",
     ]
     for level in result.levels:
         load = f"c={level.concurrency}" if level.concurrency else f"{level.request_rate_rps:g} rps"
         lines.append(
-            f"{load:>12} {level.output_tok_s:>10,.0f} {level.req_s:>8.2f} {level.ttft_ms.p50:>8.0f}ms "
-            f"{level.ttft_ms.p99 or 0:>7.0f}ms {level.tpot_ms.p50:>7.1f}ms {level.e2e_ms.p50:>7.0f}ms  "
-            f"{'meets' if level.meets_slo else 'misses'}"
+            f"{load:>12} {level.output_tok_s:>10,.0f} {level.req_s:>8.2f} {level.ttft_ms.mean or 0:>7.0f}ms "
+            f"{level.ttft_ms.p50:>7.0f}ms {level.ttft_ms.p99 or 0:>7.0f}ms {level.tpot_ms.p50:>7.1f}ms "
+            f"{level.e2e_ms.p50:>7.0f}ms  {'meets' if level.meets_slo else 'misses'}"
         )
     lines.append(
-        f"max {result.max_output_tok_s:,.0f} tok/s at concurrency {result.max_throughput_concurrency}; "
-        f"highest concurrency within SLO: {result.best_concurrency_within_slo}"
+        f"max {result.max_output_tok_s:,.0f} tok/s at concurrency {result.max_throughput_concurrency} "
+        f"(max_num_seqs {result.max_num_seqs}); highest concurrency within SLO: {result.best_concurrency_within_slo}"
     )
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines)
+
+
+def _message(error: Any) -> str:
+    """A validation error in the CLI's words: the flag, the value and what is allowed (no library text or links)."""
+    loc = [str(p) for p in error["loc"] if str(p) != "slo"]
+    field = loc[0] if loc else ""
+    flag = {"request_rates_rps": "--request-rate", "kv_cache": "--kv-cache"}.get(field, _flag(field) if field else "")
+    ctx = error.get("ctx") or {}
+    value = error.get("input")
+    kind = error["type"]
+    if kind in {"int_parsing", "int_from_float"}:
+        what = f"'{value}' is not a whole number"
+    elif kind == "float_parsing":
+        what = f"'{value}' is not a number"
+    elif kind in {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}:
+        bound = {"greater_than_equal": "at least", "greater_than": "above", "less_than_equal": "at most"}.get(
+            kind, "below"
+        )
+        limit = next(iter(ctx.values()), "")
+        what = f"{value} is out of range: it must be {bound} {limit}"
+    elif kind == "literal_error":
+        what = f"'{value}' is not one of {ctx.get('expected', '')}"
+    elif kind == "value_error":
+        what = str(ctx.get("error", "")) or "not allowed"
+    elif kind == "missing":
+        what = "is required"
+    else:
+        what = f"'{value}' is not allowed here"
+    return f"{flag}: {what}" if flag else what
+
+
+def _request(args: argparse.Namespace) -> PerfRequest:
+    levels, want_max = _levels(args.concurrency)
+    fields: dict[str, Any] = {
+        name: getattr(args, name)
+        for name in PerfRequest.model_fields
+        if name not in _SPECIAL and getattr(args, name, None) is not None
+    }
+    if args.kv_cache is not None:
+        fields["kv_cache"] = args.kv_cache
+    slo = {name: getattr(args, name) for name in Slo.model_fields if getattr(args, name) is not None}
+    return PerfRequest(
+        **fields,
+        concurrency=levels,
+        max_throughput=want_max,
+        request_rates_rps=_rates(args.request_rate),
+        slo=Slo(**slo),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,35 +219,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return refit(args_list[1:])
     args = build_parser().parse_args(args_list)
     try:
-        levels, want_max = _levels(args.concurrency)
-        request = PerfRequest(
-            gpu=args.gpu,
-            gpus=args.gpus,
-            model=args.model,
-            engine=args.engine,
-            quant=args.quant,
-            kv_cache=args.kv_cache,
-            input_tokens=args.input_tokens,
-            output_tokens=args.output_tokens,
-            concurrency=levels,
-            max_throughput=want_max,
-            request_rates_rps=_rates(args.request_rate),
-            find_max_rate=args.find_max_rate,
-            prefix_cache_hit=args.prefix_cache_hit,
-            speculative_tokens=args.speculative_tokens,
-            acceptance_rate=args.acceptance_rate,
-            slo=Slo(ttft_p50_ms=args.ttft_p50_ms, ttft_p99_ms=args.ttft_p99_ms, tpot_p50_ms=args.tpot_p50_ms),
-        )
+        request = _request(args)
         result = estimate(request)
         if args.calibrate_from:  # the files measured this configuration: name it as the estimate resolved it
             calibrations = [_calibration(path, request, result) for path in args.calibrate_from]
             result = estimate(request, calibrations)
     except ValidationError as exc:
-        for error in exc.errors():
-            field = ".".join(str(p) for p in error["loc"]) or "input"
-            print(f"error: {field}: {error['msg']}", file=sys.stderr)
+        for error in exc.errors(include_url=False):
+            print(f"error: {_message(error)}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
-    except (PerfError, ValueError, OSError) as exc:
+    except (PerfError, CliError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
     print(json.dumps(result.to_json_dict(), indent=2) if args.json else render(result))

@@ -1,40 +1,27 @@
-"""The estimator's entry point: a configuration in, per-level figures, the SLO operating point, band and basis out."""
+"""The estimator's entry point: a configuration in, per-level figures, the SLO operating point, bands and basis out."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
-from catalog import Gpu, GpuLookupError, find_gpu
+from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu
 from i18n import N_
+from perf.basis import band_and_basis
 from perf.calibrate import Correction, correction
-from perf.coefficients import NEW_ARCH, band_key, load_coefficients, theta_for
+from perf.coefficients import family_for, load_coefficients, newest_release
 from perf.errors import NoEstimateError, PerfError
 from perf.features import ReplicaShape
 from perf.fitset import Point, published_points
 from perf.hardware import model_facts
-from perf.inputs import ENGINE_FAMILIES, PerfRequest, Slo
+from perf.inputs import ENGINE_FAMILIES, PerfRequest
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
 from perf.replica import kv_capacity_tokens, replica_engine
-from perf.result import (
-    CALIBRATING_GROUP,
-    Band,
-    Basis,
-    Calibration,
-    Estimate,
-    Layout,
-    LevelEstimate,
-    MeasuredLevel,
-    Percentiles,
-    Wording,
-)
+from perf.result import Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Wording
 from perf.simulate import Engine, Workload
+from perf.vouch import near_shape, vouched
 from selector import Advice, AdviceRequest, SelectorError, advise, find_model
+from selector.memory import split_objections
 from selector.models import ModelSpec
-
-
-def _min_groups() -> int:
-    value = model_facts()["band"]["min_groups"]
-    assert isinstance(value, int)
-    return value
 
 
 def _engine_name(engine: str) -> str:
@@ -43,6 +30,18 @@ def _engine_name(engine: str) -> str:
             f"engine: no estimate for '{engine}' (the step-time model covers {', '.join(ENGINE_FAMILIES)})"
         )
     return engine
+
+
+def _gpus(request: PerfRequest) -> int:
+    """GPUs of one copy: --gpus, or tp x pp x dp when the layout is given (they must agree when both are)."""
+    if not request.layout_given:
+        return request.gpus
+    if request.gpus not in (1, request.layout_gpus):
+        raise PerfError(
+            f"gpus: --tp {request.tp or 1} x --pp {request.pp or 1} x --dp {request.dp or 1} is "
+            f"{request.layout_gpus} GPUs, but --gpus says {request.gpus}; give one or make them agree"
+        )
+    return request.layout_gpus
 
 
 def _advice(request: PerfRequest, concurrency: int) -> Advice:
@@ -58,7 +57,7 @@ def _advice(request: PerfRequest, concurrency: int) -> Advice:
         advice = advise(
             AdviceRequest(
                 gpu=gpu.id,
-                gpus=request.gpus,
+                gpus=_gpus(request),
                 model=model.id,
                 engine=request.engine,
                 quant=request.quant,
@@ -78,6 +77,36 @@ def _advice(request: PerfRequest, concurrency: int) -> Advice:
     return advice
 
 
+def _shape(request: PerfRequest, advice: Advice) -> ReplicaShape:
+    """The layout estimated: as given (--tp, --pp, --ep, --dp) and checked as the engines would, else the advisor's."""
+    memory = advice.memory
+    if not request.layout_given:
+        return ReplicaShape(
+            tensor_parallel=memory.tensor_parallel,
+            pipeline_parallel=memory.pipeline_parallel,
+            attention_data_parallel=memory.attention_data_parallel,
+            expert_parallel=memory.expert_parallel,
+        )
+    model = advice.model
+    tp, pp, dp, ep = request.tp or 1, request.pp or 1, request.dp or 1, request.ep or 1
+    if ep > 1 and not model.is_moe:
+        raise PerfError(f"ep: {model.name} has no experts; expert parallelism needs a mixture-of-experts model")
+    if ep > tp * dp:
+        raise PerfError(f"ep: {ep} expert-parallel GPUs is more than the tp x dp = {tp * dp} GPUs of a stage")
+    problems = split_objections(model, advice.quantization, tp, expert_parallel=ep > 1, attention_data_parallel=False)
+    if problems:
+        raise PerfError("tp: the engines refuse " + f"--tp {tp}: " + "; ".join(p.worded() for p in problems))
+    if pp > model.layers:
+        raise PerfError(f"pp: {model.layers} layers cannot fill {pp} pipeline stages")
+    return ReplicaShape(
+        tensor_parallel=tp * dp,
+        pipeline_parallel=pp,
+        attention_data_parallel=dp > 1,
+        expert_parallel=ep > 1,
+        dp_ranks=dp if dp > 1 else 0,
+    )
+
+
 def _speculation(request: PerfRequest, model: ModelSpec) -> tuple[float, float, float]:
     """Accepted tokens per step, computed tokens per sequence per step and the draft's share of a step's reads."""
     k, alpha = request.speculative_tokens, request.acceptance_rate
@@ -90,12 +119,17 @@ def _speculation(request: PerfRequest, model: ModelSpec) -> tuple[float, float, 
     return accepted, float(k + 1), share
 
 
-def _matching_published(gpu: Gpu, model: ModelSpec, engine: str, quant: str, gpus: int) -> list[Point]:
+def _matching_published(
+    gpu: Gpu, model: ModelSpec, engine: str, quant: str, gpus: int, version: str | None = None
+) -> list[Point]:
+    """Published closed-loop points of this very configuration (and engine release, when given)."""
     return [
         p
         for p in published_points()
         if (p.gpu, p.model, p.engine, p.quant, p.shape.gpus) == (gpu.id, model.id, engine, quant, gpus)
         and p.concurrency
+        and p.load == "closed-loop"
+        and (version is None or p.release == version)
     ]
 
 
@@ -124,80 +158,6 @@ def _published_calibration(points: Sequence[Point]) -> Calibration | None:
     )
 
 
-def _calibrated_by(runs: Sequence[str], published: Sequence[Point]) -> Wording | str:
-    """What calibrated an estimate: its probe runs, the published measurements, or both."""
-    named: list[Wording] = []
-    if runs:
-        run_list = (("runs", ", ".join(runs)),)
-        named.append(
-            Wording(template=N_("probe runs {runs}") if len(runs) > 1 else N_("probe run {runs}"), values=run_list)
-        )
-    if published:
-        rows = "; ".join(sorted({p.row_id for p in published}))
-        named.append(Wording(template=N_("published measurements ({rows})"), values=(("rows", rows),)))
-    if len(named) == 2:
-        return Wording(template=N_("{first} and {second}"), values=(("first", named[0]), ("second", named[1])))
-    return named[0] if named else ""
-
-
-def _band_and_basis(
-    gpu: Gpu, engine: str, family: str, fix: Correction | None, published: Sequence[Point]
-) -> tuple[Band, Basis]:
-    coefficients = load_coefficients()
-    if fix is not None:
-        runs = [i for i in fix.run_ids if i]
-        wording = Wording(
-            template=N_("calibrated by {sources}: {levels} measured level(s) scale the fitted step time by {scale}"),
-            values=(
-                ("sources", _calibrated_by(runs, published)),
-                ("levels", str(fix.levels)),
-                ("scale", f"{fix.step_scale:.2f}"),
-            ),
-        )
-        band = Band(low_ratio=fix.low_ratio, high_ratio=fix.high_ratio, group=CALIBRATING_GROUP, groups=fix.levels)
-        return band, Basis(kind="calibrated", text=wording.worded(), run_ids=tuple(runs), wording=wording)
-    fitted_pairs = coefficients.fitted_groups.get(engine, [])
-    arch_key = band_key(engine, gpu.arch)
-    on_this_arch = arch_key in coefficients.bands
-    keys = (
-        (arch_key, band_key(engine), "all") if on_this_arch else (band_key(NEW_ARCH, engine), band_key(NEW_ARCH, "all"))
-    )
-    stats, group = None, ""
-    for key in keys:
-        candidate = coefficients.bands.get(key)
-        if candidate and candidate.groups >= _min_groups():
-            stats, group = candidate, key
-            break
-    if stats is None:
-        group = keys[-1]
-        stats = coefficients.bands[group]
-    band = Band(low_ratio=stats.low_ratio, high_ratio=stats.high_ratio, group=group, groups=stats.groups)
-    source = Wording(template=N_("its own") if family == engine else N_("the pooled (vLLM, SGLang, TensorRT-LLM)"))
-    if on_this_arch:
-        wording = Wording(
-            template=N_(
-                "fitted: {source} coefficients from {points} public measurements; {engine} on {arch} GPUs is in the "
-                "fit set ({pairs} model/GPU pairs for {engine})"
-            ),
-            values=(
-                ("source", source),
-                ("points", str(coefficients.families[family].points)),
-                ("engine", engine),
-                ("arch", str(gpu.arch)),
-                ("pairs", str(len(fitted_pairs))),
-            ),
-        )
-        return band, Basis(kind="fitted", text=wording.worded(), wording=wording)
-    wording = Wording(
-        template=N_(
-            "datasheet: no public measurement of {engine} on {arch} GPUs; {gpu}'s datasheet bandwidth and tensor "
-            "rates with {source} coefficients fitted on other GPUs"
-        ),
-        values=(("engine", engine), ("arch", str(gpu.arch)), ("gpu", gpu.name), ("source", source)),
-    )
-    return band, Basis(kind="datasheet", text=wording.worded(), wording=wording)
-
-
 def _scaled(engine: Engine, scale: float) -> Engine:
     return Engine(
         cost=engine.cost,
@@ -207,15 +167,65 @@ def _scaled(engine: Engine, scale: float) -> Engine:
         kv_capacity_tokens=engine.kv_capacity_tokens,
         accepted_per_step=engine.accepted_per_step,
         computed_per_step=engine.computed_per_step,
+        ttft_readout=engine.ttft_readout,
     )
 
 
-def _with_ttft(level: LevelEstimate, factor: float, slo: Slo) -> LevelEstimate:
+def _with_ttft(level: LevelEstimate, factor: float, request: PerfRequest) -> LevelEstimate:
     if factor == 1.0:
         return level
-    ttft = Percentiles(p50=round(level.ttft_ms.p50 * factor, 3), p99=round((level.ttft_ms.p99 or 0) * factor, 3))
+    t = level.ttft_ms
+    ttft = t.model_copy(
+        update={
+            "p50": round(t.p50 * factor, 3),
+            "p99": round((t.p99 or 0) * factor, 3),
+            "mean": round((t.mean or 0) * factor, 3) if t.mean is not None else None,
+        }
+    )
+    slo = request.slo
     meets = ttft.p50 <= slo.ttft_p50_ms and (ttft.p99 or 0) <= slo.ttft_p99_ms and level.tpot_ms.p50 <= slo.tpot_p50_ms
     return level.model_copy(update={"ttft_ms": ttft, "meets_slo": meets})
+
+
+@dataclass(frozen=True)
+class _Release:
+    """The engine release estimated, and why its estimate is an extrapolation (empty when measured data backs it)."""
+
+    version: str
+    gaps: tuple[Wording, ...]
+
+
+def _release(request: PerfRequest, gpu: Gpu) -> _Release:
+    """--engine-version or the newest release with data; what the measured data lacks for this engine and GPU."""
+    coefficients = load_coefficients()
+    releases = coefficients.releases.get(request.engine, {})
+    version = request.engine_version or newest_release(request.engine) or ""
+    gaps: list[Wording] = []
+    if not releases:
+        gaps.append(Wording(template=N_("no measured data of {engine} at all"), values=(("engine", request.engine),)))
+    elif version and version not in releases:
+        gaps.append(
+            Wording(
+                template=N_("no measured data of {engine} {version}"),
+                values=(("engine", request.engine), ("version", version)),
+            )
+        )
+    if releases and gpu.vendor not in coefficients.vendors.get(request.engine, []):
+        gaps.append(
+            Wording(
+                template=N_("no measured data of {engine} on {vendor} GPUs"),
+                values=(("engine", request.engine), ("vendor", gpu.vendor)),
+            )
+        )
+    return _Release(version=version or "unversioned", gaps=tuple(gaps))
+
+
+def _max_seqs(request: PerfRequest, gpu: Gpu) -> int:
+    """--max-num-seqs, else the engine's own default on this GPU (catalog/data/engine_limits.csv)."""
+    if request.max_num_seqs:
+        return request.max_num_seqs
+    limit = default_max_num_seqs(request.engine, gpu)
+    return limit.max_num_seqs if limit else int(str(model_facts()["fit"]["default_max_num_seqs"]))
 
 
 def estimate(request: PerfRequest, calibrations: Sequence[Calibration] = ()) -> Estimate:
@@ -224,76 +234,112 @@ def estimate(request: PerfRequest, calibrations: Sequence[Calibration] = ()) -> 
     return _estimate(request, tuple(calibrations))
 
 
-@lru_cache(maxsize=4096)
-def _estimate(request: PerfRequest, calibrations: tuple[Calibration, ...]) -> Estimate:
-    concurrency_hint = max(request.concurrency, default=1)
-    advice = _advice(request, concurrency_hint)
+@dataclass(frozen=True)
+class _Setup:
+    """Everything a level's simulation needs, resolved once: advice, layout, limits, engine and workload."""
+
+    advice: Advice
+    gpu: Gpu
+    shape: ReplicaShape
+    kv_dtype: str
+    capacity: int
+    max_seqs: int
+    base: Engine
+    workload: Workload
+    family: str
+    release: _Release
+
+
+def _setup(request: PerfRequest) -> _Setup:
+    advice = _advice(request, max(request.concurrency, default=1))
     gpu, model = find_gpu(advice.gpu_id), advice.model
-    memory = advice.memory
-    if not memory.fits:
+    if not advice.memory.fits and not request.layout_given:
         raise PerfError(f"gpus: {model.name} does not fit {request.gpus}x {gpu.name} in {advice.quantization}")
-    shape = ReplicaShape(
-        tensor_parallel=memory.tensor_parallel,
-        pipeline_parallel=memory.pipeline_parallel,
-        attention_data_parallel=memory.attention_data_parallel,
-        expert_parallel=memory.expert_parallel,
-    )
+    shape = _shape(request, advice)
     kv_dtype = advice.kv_cache_dtype if request.kv_cache == "auto" else request.kv_cache
-    theta, family = theta_for(request.engine)
+    family, family_name = family_for(request.engine)
     accepted, computed, draft_share = _speculation(request, model)
     capacity = kv_capacity_tokens(model, gpu, advice.quantization, kv_dtype, shape, request.context_tokens)
+    if capacity <= 0:
+        raise PerfError(f"gpus: {model.name} does not fit {shape.gpus}x {gpu.name} in {advice.quantization}")
+    max_seqs = _max_seqs(request, gpu)
     base = replica_engine(
         model,
         gpu,
         quant=advice.quantization,
         kv_dtype=kv_dtype,
         shape=shape,
-        theta=theta,
-        max_seqs=advice.max_num_seqs,
+        theta=family.theta,
+        max_seqs=max_seqs,
         budget_tokens=advice.max_num_batched_tokens,
         context=request.context_tokens,
         accepted_per_step=accepted,
         computed_per_step=computed,
         draft_share=draft_share,
         kv_capacity=capacity,
+        ttft_readout=family.ttft,
     )
     workload = Workload(
         request.input_tokens, request.output_tokens, cached_tokens=int(request.input_tokens * request.prefix_cache_hit)
     )
-    slo = request.slo
-    published = _matching_published(gpu, model, request.engine, advice.quantization, shape.gpus)
-    runs = [
-        c
-        for c in calibrations
-        if (c.gpu, c.gpus, c.model, c.engine, c.quant)
-        == (gpu.id, request.gpus, model.id, request.engine, advice.quantization)
-    ]
+    return _Setup(
+        advice=advice,
+        gpu=gpu,
+        shape=shape,
+        kv_dtype=kv_dtype,
+        capacity=capacity,
+        max_seqs=max_seqs,
+        base=base,
+        workload=workload,
+        family=family_name,
+        release=_release(request, gpu),
+    )
+
+
+def _correction(
+    request: PerfRequest, setup: _Setup, calibrations: Sequence[Calibration], published: Sequence[Point]
+) -> tuple[Correction | None, list[Wording]]:
+    """The calibration of this very configuration by stored runs and published points (of its release), if any."""
+    key = (setup.gpu.id, setup.shape.gpus, setup.advice.model.id, request.engine, setup.advice.quantization)
     extra = _published_calibration(published)
-    fix = None
-    if runs or extra:
+    mine = [c for c in calibrations if (c.gpu, c.gpus, c.model, c.engine, c.quant) == key]
+    usable, notes = vouched(request, [*mine, *([extra] if extra else [])])
+    if not usable:
+        return None, notes
 
-        def measured_level(m: MeasuredLevel) -> LevelEstimate | None:
-            if not m.concurrency:
-                return None
-            w = Workload(max(int(m.input_tokens), 1), max(int(m.output_tokens), 1))
-            try:
-                return closed_level(base, w, slo, m.concurrency)
-            except PerfError:
-                return None
+    def measured_level(m: MeasuredLevel) -> LevelEstimate | None:
+        if not m.concurrency:
+            return None
+        w = Workload(max(int(m.input_tokens), 1), max(int(m.output_tokens), 1))
+        try:
+            return closed_level(setup.base, w, request.slo, m.concurrency)
+        except PerfError:
+            return None
 
-        fix = correction([*runs, *([extra] if extra else [])], measured_level)
-    engine = _scaled(base, fix.step_scale) if fix else base
+    return correction(usable, measured_level), notes
+
+
+@lru_cache(maxsize=4096)
+def _estimate(request: PerfRequest, calibrations: tuple[Calibration, ...]) -> Estimate:
+    setup = _setup(request)
+    advice, gpu, shape = setup.advice, setup.gpu, setup.shape
+    published = _matching_published(
+        gpu, advice.model, request.engine, advice.quantization, shape.gpus, setup.release.version
+    )
+    fix, calibration_notes = _correction(request, setup, calibrations, published)
+    published = [p for p in published if near_shape(request, p.input_tokens, p.output_tokens)]
+    engine = _scaled(setup.base, fix.step_scale) if fix else setup.base
     ttft_factor = fix.ttft_scale if fix else 1.0
+    slo = request.slo
 
     cache: dict[int, LevelEstimate] = {}
 
     def at(c: int) -> LevelEstimate:
         if c not in cache:
-            cache[c] = _with_ttft(closed_level(engine, workload, slo, c), ttft_factor, slo)
+            cache[c] = _with_ttft(closed_level(engine, setup.workload, slo, c), ttft_factor, request)
         return cache[c]
 
-    per_seq = max(request.context_tokens, 1)
-    ceiling = max(1, min(advice.max_num_seqs, capacity // per_seq))
+    ceiling = max(1, min(setup.max_seqs, setup.capacity // max(request.context_tokens, 1)))
     levels = [at(c) for c in request.concurrency]
     best = at(ceiling)
     if request.max_throughput:
@@ -305,49 +351,66 @@ def _estimate(request: PerfRequest, calibrations: tuple[Calibration, ...]) -> Es
 
     def rate_at(r: float) -> LevelEstimate:
         if r not in rate_levels:
-            rate_levels[r] = _with_ttft(poisson_level(engine, workload, slo, r), ttft_factor, slo)
+            rate_levels[r] = _with_ttft(poisson_level(engine, setup.workload, slo, r), ttft_factor, request)
         return rate_levels[r]
 
     levels.extend(rate_at(r) for r in request.request_rates_rps)
     best_rate = search_rate(rate_at, best.req_s) if request.request_rates_rps or request.find_max_rate else None
-    band, basis = _band_and_basis(gpu, request.engine, family, fix, published)
-    notes = list(advice.warnings)
-    own_notes: list[Wording] = []
-    if family != request.engine:
+    bands, basis = band_and_basis(
+        gpu, request.engine, setup.family, setup.release.version, setup.release.gaps, fix, published
+    )
+    own_notes: list[Wording] = list(calibration_notes)
+    if setup.family != request.engine:
         own_notes.append(
             Wording(
                 template=N_("no public measurements of {engine}: its step time uses the pooled coefficients"),
                 values=(("engine", request.engine),),
             )
         )
-    notes += [w.worded() for w in own_notes]
+    if shape.gpus != _gpus(request):
+        own_notes.append(
+            Wording(
+                template=N_(
+                    "{gpus} GPUs: estimated per copy of {per_copy} GPU(s), {copies} copies, the layout the advisor "
+                    "found the engines accept"
+                ),
+                values=(
+                    ("gpus", str(_gpus(request))),
+                    ("per_copy", str(shape.gpus)),
+                    ("copies", str(advice.memory.replicas)),
+                ),
+            )
+        )
+    if setup.release.gaps:
+        own_notes.append(
+            Wording(
+                template=N_("extrapolated: {gaps}; the bands are the error measured when whole sources were held out"),
+                values=(("gaps", Wording.joined(setup.release.gaps)),),
+            )
+        )
+    notes = [*advice.warnings, *(w.worded() for w in own_notes)]
     return Estimate(
         request=request,
         gpu_id=gpu.id,
         gpu_name=gpu.name,
-        model_id=model.id,
-        model_name=model.name,
+        model_id=advice.model.id,
+        model_name=advice.model.name,
         engine=request.engine,
+        engine_version=setup.release.version,
         quant=advice.quantization,
-        kv_cache_dtype=kv_dtype,
-        layout=Layout(
-            gpus=shape.gpus,
-            tensor_parallel=shape.tensor_parallel,
-            pipeline_parallel=shape.pipeline_parallel,
-            expert_parallel=shape.expert_parallel,
-            attention_data_parallel=shape.attention_data_parallel,
-            replicas=memory.replicas,
-        ),
-        max_num_seqs=advice.max_num_seqs,
+        kv_cache_dtype=setup.kv_dtype,
+        layout=Layout.of(shape, request, replicas=advice.memory.replicas if not request.layout_given else 1),
+        max_num_seqs=setup.max_seqs,
         max_num_batched_tokens=advice.max_num_batched_tokens,
-        kv_capacity_tokens=capacity,
+        kv_capacity_tokens=setup.capacity,
         levels=tuple(levels),
         max_output_tok_s=best.output_tok_s,
         max_throughput_concurrency=ceiling,
         best_concurrency_within_slo=best_c,
         best_request_rate_within_slo_rps=best_rate,
         slo_level=at(best_c) if best_c else None,
-        band=band,
+        band=bands["output_tok_s"],
+        bands=bands,
         basis=basis,
         notes=tuple(notes),
         note_wordings=tuple(own_notes),

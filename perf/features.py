@@ -7,7 +7,8 @@ A step runs `decode_seqs` sequences one token further (holding `decode_ctx` toke
   tokens route to: E x (1 - (1 - k/E)^tokens) of them per layer, in expectation);
 - GEMM FLOPs over the tensor rate of the precision the format computes in, attention FLOPs over the 16-bit rate;
 - tensor-parallel all-reduces (or, with attention data parallelism, the experts' all-to-all) over the link;
-- per-step, per-layer, per-sequence and per-token overheads.
+- per-step, per-layer, per-sequence and per-token overheads;
+- the roofline term again on AMD GPUs, so the fit learns ROCm's efficiency from ROCm runs (0 elsewhere).
 
 The fitted step time is theta . features(step) with theta >= 0 per engine family (perf/data/coefficients.json).
 """
@@ -26,7 +27,20 @@ from selector.kvcache import kv_layer_bytes_per_token, kv_share_per_gpu
 from selector.models import ModelSpec
 from selector.quantization import expert_weights_bytes, get_quant, weights_bytes
 
-FEATURES = ("roof", "overlap", "kv", "comm", "collectives", "hops", "step", "layer", "seq", "token", "routed")
+FEATURES = (
+    "roof",
+    "overlap",
+    "kv",
+    "comm",
+    "collectives",
+    "hops",
+    "step",
+    "layer",
+    "seq",
+    "token",
+    "routed",
+    "roof_rocm",
+)
 """Names of the fitted features, in the order of theta."""
 
 Array = npt.NDArray[np.float64]
@@ -44,10 +58,18 @@ class ReplicaShape(BaseModel):
     pipeline_parallel: int = 1
     attention_data_parallel: bool = False
     expert_parallel: bool = False
+    dp_ranks: int = 0  # attention data-parallel ranks when given (--dp); 0: every GPU of a stage with ADP, else 1
 
     @property
     def gpus(self) -> int:
         return self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def attention_ranks(self) -> int:
+        """Ranks the sequences are spread over (attention data parallelism); 1 without it."""
+        if not self.attention_data_parallel or self.gpus == 1:
+            return 1
+        return self.dp_ranks or self.gpus
 
 
 class StepCost:
@@ -58,22 +80,24 @@ class StepCost:
     ) -> None:
         r: Rates = rates(gpu, quant)
         t = shape.gpus
-        adp = shape.attention_data_parallel and t > 1
+        self.ranks = shape.attention_ranks  # sequences are spread over this many attention ranks
+        adp = self.ranks > 1
+        attention_split = max(t // self.ranks, 1)  # GPUs one attention rank's heads are split over
         self.model, self.gpu, self.shape = model, gpu, shape
-        self.ranks = t if adp else 1  # sequences are spread over this many attention ranks
         total = weights_bytes(model, quant)
         experts = min(expert_weights_bytes(model, quant), total) if model.is_moe else 0.0
         emb_bytes = 0.0 if model.tie_word_embeddings else model.vocab_size * model.hidden_size * 2.0
         if get_quant(quant).embeddings_quantized:
             emb_bytes *= get_quant(quant).bits_per_weight / 16
         rest = max(total - experts - emb_bytes, 0.0)  # the input embedding table is looked up, not streamed
-        self.dense_read_bytes = rest if adp else rest / t
+        self.dense_read_bytes = rest / attention_split
         self.moe_layers = model.moe_layers or (model.layers if model.is_moe else 0)
         per_expert = experts / (model.experts * self.moe_layers) if model.is_moe and self.moe_layers else 0.0
         self.expert_layer_bytes = self.moe_layers * per_expert / t  # per distinct expert routed to, all MoE layers
         self.experts, self.top_k = model.experts, max(model.experts_per_token, 1)
         layer_kv = kv_layer_bytes_per_token(model, kv_dtype)
-        share = 1.0 if adp else kv_share_per_gpu(model, shape.tensor_parallel, shape.pipeline_parallel)
+        split_tp = max(shape.tensor_parallel // self.ranks, 1)
+        share = kv_share_per_gpu(model, split_tp, shape.pipeline_parallel) if split_tp > 1 or not adp else 1.0
         share *= shape.pipeline_parallel  # a step passes every stage: latency counts the whole model
         self.kv_full = model.full_attention_layers * layer_kv * share
         window_layers = model.layers - model.full_attention_layers
@@ -85,8 +109,8 @@ class StepCost:
             pair = model.attention_heads * (4 * model.kv_lora_rank + 2 * model.qk_rope_head_dim)
         else:
             pair = 4 * model.attention_heads * model.head_dim
-        self.attn_full = model.full_attention_layers * pair / (1 if adp else t)
-        self.attn_window = window_layers * pair / (1 if adp else t)
+        self.attn_full = model.full_attention_layers * pair / attention_split
+        self.attn_window = window_layers * pair / attention_split
         self.mem_s = 1.0 / r.mem_bytes_s
         self.gemm_s = 1.0 / r.gemm_flop_s
         self.attn_s = 1.0 / r.attn_flop_s
@@ -105,6 +129,7 @@ class StepCost:
         self.hops = self.collectives * math.log2(t) if t > 1 else 0.0
         self.routed_per_token = self.top_k * self.moe_layers / t if model.is_moe else 0.0
         self.draft_share = draft_share  # a draft model's step as a share of the target's weight reads
+        self.rocm = 1.0 if gpu.vendor == "AMD" else 0.0
 
     def distinct_experts(self, tokens: Num) -> Num:
         """Expected experts a step's `tokens` route to in one layer (uniform routing; 0 for no tokens)."""
@@ -173,8 +198,9 @@ class StepCost:
         comm = tokens / ranks * self.comm_bytes_per_token * self.comm_s
         draft = self.draft_share * weights * self.mem_s
         seqs = (decode_seqs + prefill_seqs) / ranks
+        roof = high(mem, compute) + draft
         return (
-            high(mem, compute) + draft,
+            roof,
             low(mem, compute),
             kv,
             comm,
@@ -185,4 +211,5 @@ class StepCost:
             seqs,
             tokens / ranks,
             tokens * self.routed_per_token,
+            self.rocm * roof,
         )

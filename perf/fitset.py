@@ -5,6 +5,7 @@ import math
 import tomllib
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,6 +23,7 @@ class Point(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     source: str  # 'aiconfigurator' or 'published'
+    publisher: str  # who measured and published it (one held-out source per publisher and engine release)
     row_id: str
     model: str
     gpu: str
@@ -35,6 +37,9 @@ class Point(BaseModel):
     ttft_ms: float | None
     tpot_ms: float | None
     output_tok_s: float | None = None
+    ttft_stat: str = "mean"  # what ttft_ms is: the mean over requests, or 'median' / 'p99' where a source says so
+    layout: tuple[int | None, int | None, int | None, int | None] = (None, None, None, None)  # tp, pp, ep, dp given
+    load: Literal["closed-loop", "one-batch"] = "closed-loop"  # one-batch: every request sent at once, once
 
     def max_load_request(self) -> PerfRequest:
         """The estimate this point's maximum throughput is compared with: its configuration, no SLO levels."""
@@ -43,7 +48,12 @@ class Point(BaseModel):
             gpus=self.shape.gpus,
             model=self.model,
             engine=self.engine,
+            engine_version=self.engine_version,
             quant=self.quant,
+            tp=self.layout[0],
+            pp=self.layout[1],
+            ep=self.layout[2],
+            dp=self.layout[3],
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             concurrency=(),
@@ -56,6 +66,16 @@ class Point(BaseModel):
         return "fp8" if self.source == "aiconfigurator" and self.quant in {"fp8", "nvfp4"} else "auto"
 
     @property
+    def release(self) -> str:
+        """The engine release as published ('unversioned' where the source names none)."""
+        return self.engine_version or "unversioned"
+
+    @property
+    def source_key(self) -> str:
+        """The held-out source: one publisher's measurements of one engine release."""
+        return f"{self.publisher} | {self.engine} {self.release}"
+
+    @property
     def group(self) -> str:
         """The held-out unit: one (model, GPU, engine)."""
         return f"{self.model} | {self.gpu} | {self.engine}"
@@ -65,7 +85,7 @@ class Point(BaseModel):
         """Output tokens/s: as published, else from closed-loop TTFT and TPOT (concurrency x OSL / E2E)."""
         if self.output_tok_s is not None:
             return self.output_tok_s
-        if self.ttft_ms is None or self.tpot_ms is None or not self.concurrency:
+        if self.ttft_ms is None or self.tpot_ms is None or not self.concurrency or self.load == "one-batch":
             return None
         e2e_ms = self.ttft_ms + (self.output_tokens - 1) * self.tpot_ms
         return self.concurrency * self.output_tokens / e2e_ms * 1000.0
@@ -117,6 +137,7 @@ def _aiconfigurator() -> tuple[list[Point], dict[str, int]]:
             points.append(
                 Point(
                     source="aiconfigurator",
+                    publisher="aiconfigurator",
                     row_id=row["id"],
                     model=str(models[row["model_path"]]),
                     gpu=str(systems[row["system"]]),
@@ -151,22 +172,47 @@ def _published() -> list[Point]:
             points.append(
                 Point(
                     source="published",
+                    publisher=row["publisher"],
                     row_id=row["id"],
                     model=row["model"],
                     gpu=row["gpu"],
                     engine=row["engine"],
                     engine_version=row["engine_version"],
                     quant=row["quant"],
-                    shape=ReplicaShape(tensor_parallel=int(row["gpus"] or 1)),
+                    shape=_published_shape(row),
                     input_tokens=int(row["input_tokens"]),
                     output_tokens=int(row["output_tokens"]),
                     concurrency=None if conc == "max" else int(conc),
                     ttft_ms=_num(row["ttft_ms"]),
                     tpot_ms=_num(row["tpot_ms"]),
                     output_tok_s=_num(row["output_tok_s"]),
+                    ttft_stat=row["ttft_stat"] or "mean",
+                    layout=_given_layout(row),
+                    load="one-batch" if row.get("load") == "one-batch" else "closed-loop",
                 )
             )
     return points
+
+
+def _given_layout(row: dict[str, str]) -> tuple[int | None, int | None, int | None, int | None]:
+    tp, pp, ep, dp = (int(row[k]) if row.get(k) else None for k in ("tp", "pp", "ep", "dp"))
+    return tp, pp, ep, dp
+
+
+def _published_shape(row: dict[str, str]) -> ReplicaShape:
+    """A published row's layout: tp x pp x dp GPUs where the source gives them, else tensor parallel over all."""
+    gpus = int(row["gpus"] or 1)
+    tp, pp, dp, ep = (int(row[k]) if row.get(k) else 0 for k in ("tp", "pp", "dp", "ep"))
+    if not (tp or pp or dp):
+        return ReplicaShape(tensor_parallel=gpus, expert_parallel=ep > 1)
+    pp, dp = pp or 1, dp or 1
+    return ReplicaShape(
+        tensor_parallel=(tp or max(gpus // (pp * dp), 1)) * dp,
+        pipeline_parallel=pp,
+        attention_data_parallel=dp > 1,
+        expert_parallel=ep > 1,
+        dp_ranks=dp if dp > 1 else 0,
+    )
 
 
 @cache

@@ -5,6 +5,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from catalog import load_handbook
+from selector.engines import find_engine
+from selector.errors import SelectorError
 
 ENGINE_FAMILIES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
 """Engines with a step-time model; any other engine gets no estimate."""
@@ -31,28 +33,49 @@ class PerfRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    gpu: str
-    gpus: int = Field(default=1, ge=1, le=1024)
-    model: str
-    engine: str
-    quant: str = "auto"
-    kv_cache: str = "auto"
-    input_tokens: int = Field(default=1000, ge=1, le=1_048_576)
-    output_tokens: int = Field(default=200, ge=1, le=1_048_576)
+    gpu: str = Field(description="a catalog GPU by id, name or alias (H100, A800, 'RTX 4090')")
+    gpus: int = Field(default=1, ge=1, le=1024, description="GPUs for one model copy")
+    model: str = Field(description="a catalog model (llama-3.1-8b, qwen2.5-7b, ...)")
+    engine: str = Field(description="vllm, sglang, tensorrt-llm (trtllm) or lmdeploy")
+    engine_version: str = Field(
+        default="", description="the engine release (default: the newest release with measured data)"
+    )
+    quant: str = Field(default="auto", description="bf16, fp8, awq, gptq, w8a8-int8, nvfp4, mxfp4 or auto")
+    kv_cache: str = Field(default="auto", description="KV cache dtype: auto (the advisor's) or fp8")
+    tp: int | None = Field(default=None, ge=1, le=64, description="tensor-parallel GPUs (default: the advisor's)")
+    pp: int | None = Field(default=None, ge=1, le=64, description="pipeline stages (default: the advisor's)")
+    ep: int | None = Field(default=None, ge=1, le=1024, description="expert-parallel GPUs (default: the advisor's)")
+    dp: int | None = Field(
+        default=None, ge=1, le=1024, description="attention data-parallel ranks (default: the advisor's)"
+    )
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, le=65536, description="sequences in flight at most (default: the engine's own default)"
+    )
+    input_tokens: int = Field(default=1000, ge=1, le=1_048_576, description="prompt tokens per request")
+    output_tokens: int = Field(default=200, ge=1, le=1_048_576, description="generated tokens per request")
     concurrency: tuple[int, ...] = (1, 10, 50, 100)
     max_throughput: bool = False
     request_rates_rps: tuple[float, ...] = ()
-    find_max_rate: bool = False
+    find_max_rate: bool = Field(default=False, description="also search the highest request rate within the SLO")
     prefix_cache_hit: float = Field(default=0.0, ge=0.0, lt=1.0, description="share of each prompt already cached")
     speculative_tokens: int = Field(default=0, ge=0, le=16, description="draft tokens per step (0 = off)")
-    acceptance_rate: float = Field(default=0.7, ge=0.0, le=1.0)
-    draft: Literal["ngram", "model"] = "ngram"
+    acceptance_rate: float = Field(default=0.7, ge=0.0, le=1.0, description="speculative acceptance rate (0-1)")
+    draft: Literal["ngram", "model"] = Field(default="ngram", description="speculation's drafter: ngram or model")
     slo: Slo = Field(default_factory=Slo)
 
-    @field_validator("engine", "quant", "kv_cache", mode="before")
+    @field_validator("engine", "quant", "kv_cache", "engine_version", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_alias(cls, value: str) -> str:
+        """trtllm, trt-llm, TensorRT-LLM, 'vllm serve' ... as the engine catalog knows them."""
+        try:
+            return find_engine(value).id
+        except SelectorError:
+            return value  # the estimate says which engines it covers
 
     @field_validator("concurrency")
     @classmethod
@@ -73,6 +96,16 @@ class PerfRequest(BaseModel):
         if not (self.concurrency or self.max_throughput or self.request_rates_rps):
             raise ValueError("give at least one concurrency level, max throughput or a request rate")
         return self
+
+    @property
+    def layout_given(self) -> bool:
+        """Whether the layout was set (--tp, --pp, --ep, --dp) rather than left to the advisor."""
+        return any(v is not None for v in (self.tp, self.pp, self.ep, self.dp))
+
+    @property
+    def layout_gpus(self) -> int:
+        """GPUs of one copy under the given layout: tp x pp x dp (expert parallelism reuses those GPUs)."""
+        return (self.tp or 1) * (self.pp or 1) * (self.dp or 1)
 
     @property
     def context_tokens(self) -> int:

@@ -43,14 +43,23 @@ def summarise(
     *,
     concurrency: int | None,
     rate: float | None,
+    readout: tuple[float, ...] = (1.0, 0.0, 0.0),
 ) -> LevelEstimate:
-    """One level's figures from its requests' arrival, first-token and finish times (seconds)."""
+    """One level's figures from its requests' arrival, first-token and finish times (seconds).
+
+    TTFT is read out of the simulated time to the first token (`readout`, perf.fit.TTFT_TERMS); the first token
+    then starts the decode, so E2E and TPOT come from the simulated times and TTFT shifts E2E by its readout.
+    """
     arrival, first, finish = times
-    ttft = (first - arrival) * 1000
-    e2e = (finish - arrival) * 1000
+    a, request_s, per_1k_s = readout
+    prompt_s = (workload.input_tokens - workload.cached_tokens) / 1000.0 * per_1k_s
+    ttft = ((first - arrival) * a + request_s + prompt_s) * 1000
+    e2e = ttft + (finish - first) * 1000
     per_token = max(workload.output_tokens - 1, 1)
     span = max(span_s, 1e-9)
-    req_s = len(arrival) / span
+    # a closed loop keeps every user busy, so it completes users / mean E2E requests a second (Little's law, the way
+    # the measured points' throughput is computed); open arrivals complete what arrived over the span
+    req_s = concurrency / (float(np.mean(e2e)) / 1000) if concurrency else len(arrival) / span
     ttft_p50, ttft_p99 = _quantiles(ttft, 50, 99)
     tpot_p50 = _quantiles((finish - first) * 1000 / per_token, 50)[0] if workload.output_tokens > 1 else 0.0
     e2e_p50 = _quantiles(e2e, 50)[0]
@@ -60,7 +69,7 @@ def summarise(
         request_rate_rps=rate,
         output_tok_s=round(req_s * workload.output_tokens, 3),
         req_s=round(req_s, 4),
-        ttft_ms=Percentiles(p50=round(ttft_p50, 3), p99=round(ttft_p99, 3)),
+        ttft_ms=Percentiles(p50=round(ttft_p50, 3), p99=round(ttft_p99, 3), mean=round(float(np.mean(ttft)), 3)),
         tpot_ms=Percentiles(p50=round(tpot_p50, 3)),
         e2e_ms=Percentiles(p50=round(e2e_p50, 3)),
         mean_running=round(req_s * float(np.mean(e2e)) / 1000, 3),
@@ -78,14 +87,32 @@ def closed_level(engine: Engine, workload: Workload, slo: Slo, concurrency: int)
     """`concurrency` users in a closed loop (all starting at once, as the probe does), every request counted."""
     run = replayed_closed_loop(engine, workload, concurrency, closed_loop_requests(concurrency))
     times = (run.arrival_s, run.first_s, run.finish_s)
-    return summarise(times, run.span_s, run.preemptions, workload, slo, concurrency=concurrency, rate=None)
+    return summarise(
+        times,
+        run.span_s,
+        run.preemptions,
+        workload,
+        slo,
+        concurrency=concurrency,
+        rate=None,
+        readout=engine.ttft_readout,
+    )
 
 
 def poisson_level(engine: Engine, workload: Workload, slo: Slo, rate_rps: float) -> LevelEstimate:
     """Poisson arrivals at `rate_rps` (seeded)."""
     outcome = poisson(engine, workload, rate_rps, _sim_int("poisson_requests"), _sim_int("poisson_seed"))
     times = outcome.times_s()
-    return summarise(times, outcome.span_s, outcome.preemptions, workload, slo, concurrency=None, rate=rate_rps)
+    return summarise(
+        times,
+        outcome.span_s,
+        outcome.preemptions,
+        workload,
+        slo,
+        concurrency=None,
+        rate=rate_rps,
+        readout=engine.ttft_readout,
+    )
 
 
 def search_concurrency(level: Callable[[int], LevelEstimate], ceiling: int) -> int | None:

@@ -11,7 +11,7 @@ from perf.features import FEATURES
 from perf.fitset import Point
 from perf.hardware import model_facts
 from perf.levels import closed_loop_requests
-from perf.replica import replica_engine
+from perf.replica import kv_capacity_tokens, replica_engine
 from perf.simulate import Workload, closed_loop
 from selector.models import find_model
 
@@ -25,6 +25,7 @@ class PointFeatures(BaseModel):
 
     ttft: tuple[float, ...]
     tpot: tuple[float, ...]
+    span: tuple[float, ...]  # the whole run, first arrival to last finish (one-batch loads divide by it)
     preemptions: int
 
 
@@ -35,11 +36,18 @@ def _fit_int(key: str) -> int:
 
 
 def point_features(point: Point) -> PointFeatures | None:
-    """The point's feature sums, or None when it has no closed-loop concurrency or no room for one request."""
+    """The point's feature sums, or None for a maximum-load point (its batch is not published) or no room for one.
+
+    Maximum-load points are compared with the estimate's maximum instead (perf.accuracy.max_load).
+    """
     if not point.concurrency:
         return None
     model, gpu = find_model(point.model), find_gpu(point.gpu)
     context = point.input_tokens + point.output_tokens
+    capacity = kv_capacity_tokens(model, gpu, point.quant, point.kv_dtype, point.shape, context)
+    if capacity < context:
+        return None
+    c = point.concurrency
     engine = replica_engine(
         model,
         gpu,
@@ -47,15 +55,14 @@ def point_features(point: Point) -> PointFeatures | None:
         kv_dtype=point.kv_dtype,
         shape=point.shape,
         theta=(1.0,) * len(FEATURES),
-        max_seqs=max(_fit_int("default_max_num_seqs"), point.concurrency),
+        max_seqs=max(_fit_int("default_max_num_seqs"), c),
         budget_tokens=_fit_int("default_max_num_batched_tokens"),
         context=context,
+        kv_capacity=capacity,
     )
-    if engine.kv_capacity_tokens < context:
-        return None
-    c = point.concurrency
     workload = Workload(point.input_tokens, point.output_tokens)
-    outcome = closed_loop(engine, workload, c, closed_loop_requests(c), collect=True)
+    requests = c if point.load == "one-batch" else closed_loop_requests(c)
+    outcome = closed_loop(engine, workload, c, requests, collect=True)
     ttft = np.zeros(len(FEATURES))
     tpot = np.zeros(len(FEATURES))
     per_token = max(point.output_tokens - 1, 1)
@@ -64,9 +71,12 @@ def point_features(point: Point) -> PointFeatures | None:
         ttft += r.phi_first - r.phi_arrival
         tpot += (r.phi_finish - r.phi_first) / per_token
     n = len(outcome.requests)
+    last = max(outcome.requests, key=lambda r: r.finish)
+    assert last.phi_finish is not None
     return PointFeatures(
         ttft=tuple(float(v) for v in ttft / n),
         tpot=tuple(float(v) for v in tpot / n),
+        span=tuple(float(v) for v in last.phi_finish),
         preemptions=outcome.preemptions,
     )
 

@@ -42,6 +42,7 @@ def replica_engine(
     computed_per_step: float = 1.0,
     draft_share: float = 0.0,
     kv_capacity: int | None = None,
+    ttft_readout: tuple[float, ...] = (1.0, 0.0, 0.0),
 ) -> Engine:
     """The simulated engine for one replica."""
     cost = StepCost(model, gpu, quant, kv_dtype, shape, draft_share=draft_share)
@@ -56,4 +57,5 @@ def replica_engine(
         kv_capacity_tokens=capacity,
         accepted_per_step=accepted_per_step,
         computed_per_step=computed_per_step,
+        ttft_readout=ttft_readout,
     )

@@ -1,14 +1,21 @@
 """What a performance estimate returns: per-level latencies and throughput, the SLO operating point, band and basis."""
 
+from collections.abc import Sequence
 from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from i18n import N_, Translate, identity
+from perf.features import ReplicaShape
 from perf.inputs import PerfRequest
 
-BasisKind = Literal["datasheet", "fitted", "calibrated"]
-BASIS_KINDS: dict[str, str] = {"datasheet": N_("datasheet"), "fitted": N_("fitted"), "calibrated": N_("calibrated")}
+BasisKind = Literal["datasheet", "fitted", "extrapolated", "calibrated"]
+BASIS_KINDS: dict[str, str] = {
+    "datasheet": N_("datasheet"),
+    "fitted": N_("fitted"),
+    "extrapolated": N_("extrapolated"),
+    "calibrated": N_("calibrated"),
+}
 CALIBRATING_GROUP = N_("residuals of the calibrating levels")
 _GROUP_WORDS = {"all": N_("all"), "new-architecture": N_("new-architecture")}  # the words of a band's key
 
@@ -29,14 +36,22 @@ class Wording(BaseModel):
         values = {k: v.worded(tr) if isinstance(v, Wording) else v for k, v in self.values}
         return tr(self.template).format(**values)
 
+    @classmethod
+    def joined(cls, parts: "Sequence[Wording]") -> "Wording":
+        """Several wordings as one, separated by semicolons."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls(template="{first}; {rest}", values=(("first", parts[0]), ("rest", cls.joined(parts[1:]))))
+
 
 class Percentiles(BaseModel):
-    """Latency percentiles in milliseconds (p99 is None where the issue asks only for p50)."""
+    """Latency percentiles in milliseconds (p99 and mean are None where only the median is given)."""
 
     model_config = ConfigDict(frozen=True)
 
     p50: float
     p99: float | None = None
+    mean: float | None = None
 
 
 class LevelEstimate(BaseModel):
@@ -59,8 +74,8 @@ class LevelEstimate(BaseModel):
 class Band(BaseModel):
     """Where the measured value fell relative to the estimate for held-out configurations like this one.
 
-    `low_ratio` and `high_ratio` are the 10th and 90th percentiles of measured / estimated throughput over the
-    held-out groups in `group` (so 8 in 10 measurements fell inside); `groups` counts them.
+    `low_ratio` and `high_ratio` are the 10th and 90th percentiles of measured / estimated (throughput, TPOT or
+    TTFT) over the held-out sources in `group` (so 8 in 10 measurements fell inside); `groups` counts them.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -97,7 +112,12 @@ class Basis(BaseModel):
 
 
 class Layout(BaseModel):
-    """How one replica is laid out, as the advisor chose it."""
+    """How one replica is laid out: as given (--tp, --pp, --ep, --dp), else as the advisor chose it.
+
+    `tp`, `pp`, `ep` and `dp` are the engines' sizes: tensor-parallel GPUs per attention rank, pipeline stages,
+    expert-parallel GPUs (1 = experts split by tensor parallelism) and attention data-parallel ranks; a replica has
+    tp x pp x dp GPUs. `tensor_parallel` counts the GPUs of one stage (tp x dp), as before.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -107,6 +127,29 @@ class Layout(BaseModel):
     expert_parallel: bool = False
     attention_data_parallel: bool = False
     replicas: int = 1
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+
+    @classmethod
+    def of(cls, shape: "ReplicaShape", request: PerfRequest, replicas: int = 1) -> "Layout":
+        """The layout of a simulated replica, in the engines' sizes."""
+        dp = shape.attention_ranks
+        stage = shape.tensor_parallel
+        ep = request.ep or (stage if shape.expert_parallel else 1)
+        return cls(
+            gpus=shape.gpus,
+            tensor_parallel=stage,
+            pipeline_parallel=shape.pipeline_parallel,
+            expert_parallel=shape.expert_parallel,
+            attention_data_parallel=shape.attention_data_parallel,
+            replicas=replicas,
+            tp=max(stage // dp, 1),
+            pp=shape.pipeline_parallel,
+            ep=ep,
+            dp=dp,
+        )
 
 
 class Estimate(BaseModel):
@@ -120,6 +163,7 @@ class Estimate(BaseModel):
     model_id: str
     model_name: str
     engine: str
+    engine_version: str = ""
     quant: str
     kv_cache_dtype: str
     layout: Layout
@@ -132,7 +176,8 @@ class Estimate(BaseModel):
     best_concurrency_within_slo: int | None
     best_request_rate_within_slo_rps: float | None
     slo_level: LevelEstimate | None = None  # the level at best_concurrency_within_slo
-    band: Band
+    band: Band  # the throughput band (bands["output_tok_s"]), kept for scripts that read it
+    bands: dict[str, Band] = Field(default_factory=dict)  # output_tok_s, tpot_ms, ttft_ms
     basis: Basis
     notes: tuple[str, ...] = ()
     note_wordings: tuple[Wording, ...] = Field(default=(), exclude=True)  # perf's own notes, for other languages
@@ -149,6 +194,7 @@ class Estimate(BaseModel):
             "gpus": self.layout.gpus,
             "model": self.model_id,
             "engine": self.engine,
+            "engine_version": self.engine_version,
             "quant": self.quant,
             "kv_cache_dtype": self.kv_cache_dtype,
             "input_tokens": self.request.input_tokens,
@@ -165,6 +211,7 @@ class Estimate(BaseModel):
             "slo_level": self.slo_level.model_dump() if self.slo_level else None,
             "slo": self.request.slo.model_dump(),
             "band": self.band.model_dump(),
+            "bands": {k: {"low_ratio": b.low_ratio, "high_ratio": b.high_ratio} for k, b in self.bands.items()},
             "basis": self.basis.model_dump(),
             "estimate": True,
             "notes": list(self.notes),
@@ -197,3 +244,5 @@ class Calibration(BaseModel):
     engine: str
     quant: str
     levels: tuple[MeasuredLevel, ...]
+    served_model: str = ""  # the model name the server reported ('' when unknown)
+    confirmed: bool = False  # the user confirmed the run measured `model` although the server named another

@@ -1,4 +1,4 @@
-"""Held-out validation: each (model, GPU, engine) group predicted by a fit that never saw it."""
+"""Held-out validation: points predicted by a fit that never saw their group, their GPU architecture or their source."""
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -6,10 +6,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from catalog import find_gpu
-from perf.fit import POOLED, Row, fit_theta
+from perf.fit import POOLED, Row, fit_theta, fit_ttft, ttft_terms
 from perf.fitset import Point
 
 FitFn = Callable[[Sequence[Row]], tuple[float, ...]]
+METRICS = ("output_tok_s", "tpot_ms", "ttft_ms")
+"""The three figures every estimate gives and every band covers."""
 
 
 @dataclass(frozen=True)
@@ -21,30 +23,46 @@ class Prediction:
     ttft_ms: float
     tok_s: float
 
+    def estimated(self, metric: str) -> float:
+        """The predicted figure of one of METRICS."""
+        return {"output_tok_s": self.tok_s, "tpot_ms": self.tpot_ms, "ttft_ms": self.ttft_ms}[metric]
+
+    def measured(self, metric: str) -> float | None:
+        """The measured figure of one of METRICS (None where the source gives none; TTFT only as a mean)."""
+        p = self.row.point
+        if metric == "output_tok_s":
+            return p.measured_tok_s
+        if metric == "tpot_ms":
+            return p.tpot_ms
+        return p.ttft_ms if p.ttft_stat == "mean" else None
+
+    def ratio(self, metric: str) -> float:
+        """Measured / predicted (NaN where either is missing)."""
+        m, e = self.measured(metric), self.estimated(metric)
+        return m / e if m and e and e > 0 else float("nan")
+
     @property
     def tok_s_ratio(self) -> float:
         """Measured / predicted output tokens/s."""
-        measured = self.row.point.measured_tok_s
-        return measured / self.tok_s if measured and self.tok_s else float("nan")
+        return self.ratio("output_tok_s")
 
     def ape(self) -> tuple[float, float, float]:
         """Absolute percentage errors of TPOT, TTFT and tokens/s (NaN where not measured)."""
-        p = self.row.point
-        nan = float("nan")
-        tpot = abs(self.tpot_ms / p.tpot_ms - 1) if p.tpot_ms else nan
-        ttft = abs(self.ttft_ms / p.ttft_ms - 1) if p.ttft_ms else nan
-        measured = p.measured_tok_s
-        tok_s = abs(self.tok_s / measured - 1) if measured else nan
-        return tpot, ttft, tok_s
+        return tuple(abs(1 / r - 1) if r == r else r for r in map(self.ratio, ("tpot_ms", "ttft_ms", "output_tok_s")))  # type: ignore[return-value]
 
 
-def predict(theta: Sequence[float], row: Row) -> Prediction:
-    """A point's TPOT, TTFT and closed-loop tokens/s under theta."""
+def predict(theta: Sequence[float], row: Row, ttft: Sequence[float] = (1.0, 0.0, 0.0)) -> Prediction:
+    """A point's TPOT, TTFT (through the TTFT readout) and closed-loop tokens/s under theta."""
     p, f = row.point, row.features
     tpot_ms = float(np.dot(theta, f.tpot)) * 1000.0
-    ttft_ms = float(np.dot(theta, f.ttft)) * 1000.0
-    e2e_ms = ttft_ms + (p.output_tokens - 1) * tpot_ms
-    tok_s = (p.concurrency or 0) * p.output_tokens / e2e_ms * 1000.0 if e2e_ms > 0 else 0.0
+    ttft_ms = float(np.dot(ttft, ttft_terms(float(np.dot(theta, f.ttft)), p.input_tokens))) * 1000.0
+    if p.load == "one-batch":  # every request at once: all the output over the whole run
+        shift_s = float(np.dot(ttft[1:], ttft_terms(0.0, p.input_tokens)[1:]))
+        span_ms = (float(np.dot(theta, f.span)) + shift_s) * 1000.0
+        tok_s = (p.concurrency or 0) * p.output_tokens / span_ms * 1000.0 if span_ms > 0 else 0.0
+    else:  # a closed loop: users / mean E2E, as the measured throughput is computed
+        e2e_ms = ttft_ms + (p.output_tokens - 1) * tpot_ms
+        tok_s = (p.concurrency or 0) * p.output_tokens / e2e_ms * 1000.0 if e2e_ms > 0 else 0.0
     return Prediction(row=row, tpot_ms=tpot_ms, ttft_ms=ttft_ms, tok_s=tok_s)
 
 
@@ -63,6 +81,11 @@ def by_architecture(point: Point) -> str:
     return f"{point.engine} | {find_gpu(point.gpu).arch}"
 
 
+def by_source(point: Point) -> str:
+    """The unit an unseen benchmark is: every point of one publisher's measurements of one engine release."""
+    return point.source_key
+
+
 def leave_one_group_out(
     rows: Sequence[Row], families: Sequence[str], fit: FitFn = fit_theta, unit: Callable[[Point], str] = by_group
 ) -> list[Prediction]:
@@ -76,12 +99,15 @@ def leave_one_group_out(
         if not train:
             continue
         theta = fit(train)
-        out.extend(predict(theta, r) for r in test)
+        readout = fit_ttft(train, theta)
+        out.extend(predict(theta, r, readout) for r in test)
     return out
 
 
 def median_ape(predictions: Sequence[Prediction]) -> tuple[float, float, float]:
     """Median absolute percentage error over the points (TPOT, TTFT, tokens/s), NaNs left out."""
+    if not predictions:
+        return float("nan"), float("nan"), float("nan")
     errors = np.array([p.ape() for p in predictions], dtype=float)
     medians = [float(np.median(col[~np.isnan(col)])) if (~np.isnan(col)).any() else float("nan") for col in errors.T]
     return medians[0], medians[1], medians[2]

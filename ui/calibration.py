@@ -5,10 +5,11 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from db import CalibrationRun, calibration_runs
+from db import CalibrationRun, calibration_runs, confirm_served_model, model_confirmed
 from perf import Calibration, MeasuredLevel, PerfError, PerfRequest
 from perf.measured import side_by_side
 from perf.result import Estimate
+from perf.vouch import same_model
 from probes.models import LevelResult, RunResult
 from ui.lang import _
 from ui.resources import get_engine
@@ -40,6 +41,8 @@ def from_stored(run: CalibrationRun) -> Calibration:
         model=run.model,
         engine=run.engine,
         quant=run.quant,
+        served_model=run.served_model,
+        confirmed=run.model_confirmed,
         levels=tuple(
             MeasuredLevel(
                 concurrency=level.concurrency,
@@ -76,12 +79,13 @@ def estimate_vs_measured(result: RunResult) -> None:
         quant=str(deployment.quant),
     )
     with st.expander(_("Estimated against measured"), expanded=True):
+        vouches = _vouches(result, str(deployment.model))
         try:
             est, pairs = side_by_side(request, measured, stored_calibrations(excluding=result.run_id))
         except PerfError as exc:
             st.info(_("No estimate for this deployment: {reason}").format(reason=escape_markdown(str(exc))), icon="ℹ️")
             return
-        st.caption(_label(est, result))
+        st.caption(_label(est, result, vouches))
         rows = []
         for pair in pairs:
             m, e = pair.measured, pair.estimated
@@ -117,13 +121,39 @@ def estimate_vs_measured(result: RunResult) -> None:
         )
 
 
-def _label(est: Estimate, result: RunResult) -> str:
+def _vouches(result: RunResult, declared: str) -> bool:
+    """Whether the run may calibrate its declared model; if the server named another one, offer to confirm it."""
+    served, run_id = result.settings.model, result.run_id
+    if same_model(served, declared) or (run_id is not None and model_confirmed(get_engine(), run_id)):
+        return True
+    st.warning(
+        _(
+            "The server named its model '{served}', not {model}: this run does not calibrate estimates of {model} "
+            "until you confirm it measured {model}."
+        ).format(served=escape_markdown(served), model=escape_markdown(declared)),
+        icon="⚠️",
+    )
+    if run_id is not None and st.button(
+        _("Confirm: this run measured {model}").format(model=declared), key=f"runs.confirm.{run_id}"
+    ):
+        confirm_served_model(get_engine(), run_id)
+        st.rerun()
+    return False
+
+
+def _label(est: Estimate, result: RunResult, vouches: bool) -> str:
     band = est.band
+    after = (
+        _("This run now calibrates later estimates of this deployment at request lengths near its own.")
+        if vouches
+        else _("This run does not calibrate estimates until it is confirmed.")
+    )
     return _(
         "Measured: this run (`{run_id}`). Estimated: perf's estimate of the same load at the run's mean request "
         "lengths ({inputs} in, {outputs} out); 8 in 10 held-out measurements fell within {low}–{high}× of such "
-        "estimates. Basis: {basis}. This run now calibrates later estimates of this deployment."
+        "estimates. Basis: {basis}. {after}"
     ).format(
+        after=after,
         run_id=result.run_id,
         inputs=est.request.input_tokens,
         outputs=est.request.output_tokens,

@@ -220,7 +220,19 @@ def test_a_run_of_a_known_deployment_sits_beside_the_estimate_and_calibrates_lat
     assert f"Measured: this run (`{run_id}`)" in caption and "Estimated: perf's estimate" in caption
 
     stored = [from_stored(r) for r in calibration_runs(engine)]  # type: ignore[arg-type]
-    request = PerfRequest(gpu="L40S", model="qwen2.5-7b", engine="vllm", quant="awq", concurrency=(1, 2))
+    (mine,) = [c for c in stored if c.run_id == run_id]
+    assert mine.served_model == "fake" and not mine.confirmed
+    lengths = {"input_tokens": round(mine.levels[0].input_tokens), "output_tokens": round(mine.levels[0].output_tokens)}
+    request = PerfRequest(gpu="L40S", model="qwen2.5-7b", engine="vllm", quant="awq", concurrency=(1, 2), **lengths)
     assert estimate(request).basis.kind != "calibrated"
-    calibrated = estimate(request, stored)
+    assert estimate(request, stored).basis.kind != "calibrated", "a server that named 'fake' vouches for no Qwen"
+    assert any("'fake'" in w.value and "does not calibrate estimates of" in w.value for w in at.warning)
+    assert "This run does not calibrate estimates until it is confirmed." in caption
+
+    at.button(key=f"runs.confirm.{run_id}").click().run()
+    assert not at.exception and not at.warning
+    confirmed = [from_stored(r) for r in calibration_runs(engine)]  # type: ignore[arg-type]
+    calibrated = estimate(request, confirmed)
     assert calibrated.basis.kind == "calibrated" and calibrated.basis.run_ids == (run_id,)
+    far = request.model_copy(update={"input_tokens": 3900, "output_tokens": 300})
+    assert estimate(far, confirmed).basis.kind != "calibrated", "a run of short requests says little of long ones"

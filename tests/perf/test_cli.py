@@ -136,3 +136,115 @@ def test_a_probe_json_calibrates_the_estimate(capsys: pytest.CaptureFixture[str]
     assert calibrated["band"]["high_ratio"] - calibrated["band"]["low_ratio"] < (
         fitted["band"]["high_ratio"] - fitted["band"]["low_ratio"]
     )
+
+
+def test_the_new_contract_keys_bands_engine_version_and_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "--gpu",
+        "h100",
+        "--gpus",
+        "2",
+        "--model",
+        "llama3.1-70b",
+        "--engine",
+        "vllm",
+        "--quant",
+        "fp8",
+        "--json",
+    )
+    data = json.loads(out)
+    assert code == 0
+    assert set(data["bands"]) == {"output_tok_s", "tpot_ms", "ttft_ms"}
+    for band in data["bands"].values():
+        assert set(band) == {"low_ratio", "high_ratio"} and 0 < band["low_ratio"] < 1 < band["high_ratio"]
+    assert data["bands"]["output_tok_s"]["low_ratio"] == data["band"]["low_ratio"], "the old band is the tok/s band"
+    assert data["engine_version"] and data["engine_version"][0].isdigit(), "the newest release with measured data"
+    assert {"tp", "pp", "ep", "dp"} <= data["layout"].keys()
+    assert data["layout"]["tp"] * data["layout"]["pp"] * data["layout"]["dp"] == data["gpus"] == 2
+    level = data["levels"][0]
+    assert {"mean", "p50", "p99"} <= level["ttft_ms"].keys()
+
+
+def test_a_release_without_measured_data_is_extrapolated_and_wider(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm", "--quant", "fp8", "--json"]
+    _, out, _ = run(capsys, *args)
+    newest = json.loads(out)
+    _, out, _ = run(capsys, *args, "--engine-version", "0.33.0")
+    future = json.loads(out)
+    assert newest["basis"]["kind"] == "fitted" and future["basis"]["kind"] == "extrapolated"
+    assert future["engine_version"] == "0.33.0" and "no measured data of vllm 0.33.0" in future["basis"]["text"]
+    for metric in ("output_tok_s", "tpot_ms", "ttft_ms"):
+        wide, narrow = future["bands"][metric], newest["bands"][metric]
+        assert wide["high_ratio"] - wide["low_ratio"] >= narrow["high_ratio"] - narrow["low_ratio"]
+
+
+@pytest.mark.parametrize("alias", ["trtllm", "trt-llm", "TensorRT-LLM", "tensorrt-llm"])
+def test_engine_aliases(capsys: pytest.CaptureFixture[str], alias: str) -> None:
+    code, out, _ = run(capsys, "--gpu", "h100", "--model", "llama3.1-8b", "--engine", alias, "--json")
+    assert code == 0 and json.loads(out)["engine"] == "tensorrt-llm"
+
+
+def test_layout_flags_set_the_layout_and_are_never_taken_for_another_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm", "--tp", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["layout"]["tp"] == 2 and data["gpus"] == 2
+    assert data["slo"]["tpot_p50_ms"] != 2, "--tp is tensor parallelism, not an abbreviation of --tpot-p50-ms"
+    with pytest.raises(SystemExit):
+        main(["--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm", "--tpot", "30"])
+    assert "unrecognized arguments: --tpot" in capsys.readouterr().err
+
+
+def test_moe_layout_with_expert_and_data_parallelism(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--gpu", "h200", "--model", "deepseek-r1", "--engine", "sglang", "--quant", "fp8", "--json"]
+    code, out, _ = run(capsys, *base, "--tp", "1", "--dp", "8", "--ep", "8", "--concurrency", "64")
+    dp = json.loads(out)
+    code2, out, _ = run(capsys, *base, "--tp", "8", "--concurrency", "64")
+    tp = json.loads(out)
+    assert code == code2 == 0
+    assert (dp["layout"]["dp"], dp["layout"]["ep"]) == (8, 8)
+    assert dp["kv_capacity_tokens"] > 4 * tp["kv_capacity_tokens"], "attention DP shards the MLA cache by rank"
+    code, _, err = run(capsys, "--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm", "--ep", "2")
+    assert code == 2 and "ep: " in err and "no experts" in err
+
+
+def test_layouts_the_engines_refuse_are_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--gpu", "h100", "--model", "llama3.1-70b", "--engine", "vllm", "--tp", "3")
+    assert code == 2 and "tp: the engines refuse --tp 3" in err and "attention heads" in err
+    code, out, _ = run(capsys, "--gpu", "h100", "--gpus", "3", "--model", "llama3.1-70b", "--engine", "vllm", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["gpus"] != 3
+    assert any("3 GPUs: estimated per copy" in n for n in data["notes"])
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--concurrency", "1,abc", "--concurrency: 'abc' is not a whole number"),
+        ("--gpus", "x", "--gpus: 'x' is not a whole number"),
+        ("--gpus", "0", "--gpus: 0 is out of range: it must be at least 1"),
+        ("--prefix-cache-hit", "2", "--prefix-cache-hit: 2"),
+        ("--request-rate", "1,x", "--request-rate: 'x' is not a number"),
+        ("--draft", "foo", "--draft: 'foo' is not one of"),
+        ("--max-num-seqs", "-1", "--max-num-seqs: -1 is out of range"),
+    ],
+)
+def test_bad_values_name_the_flag_and_what_is_allowed(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    code, out, err = run(capsys, "--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm", flag, value)
+    assert code == 2 and out == "" and message in err
+    assert "pydantic" not in err and "http" not in err and "Input should" not in err
+
+
+def test_kv_cache_dtype_and_help_that_names_real_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm", "--kv-cache-dtype", "fp8", "--json"
+    )
+    assert code == 0 and json.loads(out)["kv_cache_dtype"] == "fp8"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = capsys.readouterr().out
+    assert "python -m probes ... --output RUN.json" in help_text and "probes --json" not in help_text
+    for flag in ("--engine-version", "--tp", "--pp", "--ep", "--dp", "--max-num-seqs", "--kv-cache-dtype"):
+        assert flag in help_text
