@@ -3,6 +3,7 @@
 from catalog.engine_limits import EngineLimit, default_max_num_seqs, load_engine_limits
 from catalog.gpus import Gpu, GpuLookupError, find_gpu, load_gpus
 from catalog.handbook import Handbook, load_handbook
+from catalog.releases import engine_release
 
 __all__ = [
     "EngineLimit",
@@ -10,6 +11,7 @@ __all__ = [
     "GpuLookupError",
     "Handbook",
     "default_max_num_seqs",
+    "engine_release",
     "find_gpu",
     "load_engine_limits",
     "load_gpus",

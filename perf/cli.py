@@ -19,10 +19,15 @@ from perf.errors import PerfError
 from perf.estimate import estimate
 from perf.inputs import PerfRequest, Slo
 from perf.result import Calibration, Estimate, MeasuredLevel
+from selector import AdviceRequest, SelectorError
+from selector.cli import read_config
+from selector.hfconfig import ConfigError
+from selector.models import CUSTOM_MODEL
 
 EXIT_OK, EXIT_NO_ESTIMATE = 0, 2
-_SPECIAL = {"concurrency", "max_throughput", "request_rates_rps", "slo", "kv_cache"}
-"""Fields whose flags are spelled by hand below: a list with 'max', a list of rates, the SLO's three, an alias."""
+_SPECIAL = {"concurrency", "max_throughput", "request_rates_rps", "slo", "kv_cache", "custom"}
+"""Fields whose flags are spelled by hand below: a list with 'max', a list of rates, the SLO's three, an alias,
+and the custom model (--config)."""
 _ALIASES = {"kv_cache": ("--kv-cache", "--kv-cache-dtype")}
 
 
@@ -73,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             kwargs["default"] = None
             kwargs["metavar"] = name.upper()
-            if info.is_required():
+            if info.is_required() and name != "model":  # --config describes a model too
                 kwargs["required"] = True
             elif info.default not in (None, ""):
                 kwargs["help"] = f"{info.description} (default: {info.default})"
@@ -87,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--request-rate", default="", help="Poisson arrival rates in requests/s, comma-separated")
     for name in Slo.model_fields:
         p.add_argument(_flag(name), dest=name, default=None, help=f"SLO (default: {getattr(slo, name):g})")
+    p.add_argument(
+        "--config",
+        metavar="PATH",
+        help="a Hugging Face config.json: estimates a model outside the catalog (instead of --model)",
+    )
     p.add_argument(
         "--calibrate-from",
         metavar="RUN.json",
@@ -191,7 +201,18 @@ def _message(error: Any) -> str:
     return f"{flag}: {what}" if flag else what
 
 
+def _custom(path: str) -> AdviceRequest:
+    """A config.json as the advisor's custom model (CliError names what the file lacks)."""
+    try:
+        parsed = read_config(path)
+    except (ConfigError, SelectorError) as exc:
+        raise CliError(f"--config: {exc}") from exc
+    return AdviceRequest.model_validate({**parsed.fields, "model": CUSTOM_MODEL})
+
+
 def _request(args: argparse.Namespace) -> PerfRequest:
+    if not (args.model or args.config):
+        raise CliError("--model: give a catalog model, or --config with a config.json for one outside the catalog")
     levels, want_max = _levels(args.concurrency)
     fields: dict[str, Any] = {
         name: getattr(args, name)
@@ -201,6 +222,8 @@ def _request(args: argparse.Namespace) -> PerfRequest:
     if args.kv_cache is not None:
         fields["kv_cache"] = args.kv_cache
     slo = {name: getattr(args, name) for name in Slo.model_fields if getattr(args, name) is not None}
+    if args.config:
+        fields |= {"model": CUSTOM_MODEL, "custom": _custom(args.config)}
     return PerfRequest(
         **fields,
         concurrency=levels,

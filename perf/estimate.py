@@ -21,7 +21,7 @@ from perf.simulate import Engine, Workload
 from perf.vouch import near_shape, vouched
 from selector import Advice, AdviceRequest, SelectorError, advise, find_model
 from selector.memory import split_objections
-from selector.models import ModelSpec
+from selector.models import CUSTOM_MODEL, ModelSpec
 
 
 def _engine_name(engine: str) -> str:
@@ -49,24 +49,27 @@ def _advice(request: PerfRequest, concurrency: int) -> Advice:
         gpu = find_gpu(request.gpu)
     except GpuLookupError as exc:
         raise PerfError(f"gpu: {exc}") from exc
+    asked = {
+        "gpu": gpu.id,
+        "gpus": _gpus(request),
+        "engine": request.engine,
+        "quant": request.quant,
+        "context": max(request.context_tokens, 256),
+        "concurrency": min(concurrency, 4096),
+    }
+    if request.custom is not None:  # a model outside the catalog, as the advisor's custom fields describe it
+        advice_request = request.custom.model_copy(update={"model": CUSTOM_MODEL, **asked})
+    else:
+        try:
+            model = find_model(request.model)
+        except SelectorError as exc:
+            raise PerfError(f"model: {exc}") from exc
+        advice_request = AdviceRequest(model=model.id, **asked)
     try:
-        model = find_model(request.model)
-    except SelectorError as exc:
-        raise PerfError(f"model: {exc}") from exc
-    try:
-        advice = advise(
-            AdviceRequest(
-                gpu=gpu.id,
-                gpus=_gpus(request),
-                model=model.id,
-                engine=request.engine,
-                quant=request.quant,
-                context=max(request.context_tokens, 256),
-                concurrency=min(concurrency, 4096),
-            )
-        )
+        advice = advise(advice_request)
     except (SelectorError, ValueError) as exc:
         raise PerfError(str(exc)) from exc
+    model = advice.model
     if advice.engine != request.engine:
         raise PerfError(f"engine: {request.engine} does not run on {gpu.name} (the advisor: {advice.switch_when})")
     if request.quant != "auto" and advice.quantization != request.quant:

@@ -4,9 +4,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from catalog import load_handbook
+from catalog import engine_release, load_handbook
 from selector.engines import find_engine
 from selector.errors import SelectorError
+from selector.inputs import AdviceRequest
 
 ENGINE_FAMILIES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
 """Engines with a step-time model; any other engine gets no estimate."""
@@ -48,6 +49,10 @@ class PerfRequest(BaseModel):
     dp: int | None = Field(
         default=None, ge=1, le=1024, description="attention data-parallel ranks (default: the advisor's)"
     )
+    custom: AdviceRequest | None = Field(
+        default=None,
+        description="a model outside the catalog, described by the advisor's custom-model fields (model='custom')",
+    )
     max_num_seqs: int | None = Field(
         default=None, ge=1, le=65536, description="sequences in flight at most (default: the engine's own default)"
     )
@@ -63,10 +68,15 @@ class PerfRequest(BaseModel):
     draft: Literal["ngram", "model"] = Field(default="ngram", description="speculation's drafter: ngram or model")
     slo: Slo = Field(default_factory=Slo)
 
-    @field_validator("engine", "quant", "kv_cache", "engine_version", mode="before")
+    @field_validator("engine", "quant", "kv_cache", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("engine_version", mode="before")
+    @classmethod
+    def _release(cls, value: object) -> object:
+        return engine_release(value)
 
     @field_validator("engine")
     @classmethod

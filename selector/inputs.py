@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from catalog import GpuLookupError, find_gpu, load_gpus, load_handbook
+from catalog import GpuLookupError, engine_release, find_gpu, load_gpus, load_handbook
 from catalog.matching import nearest, normalize
 from i18n import N_, Translate, identity
 from selector.engines import find_engine, load_engines
@@ -149,6 +149,13 @@ class AdviceRequest(BaseModel):
         title=N_("Engine"),
         description="'auto' (follow the rules) or pin one engine (vllm, sglang, tensorrt-llm, ...)",
     )
+    engine_version: str = Field(
+        default="",
+        alias="engine_version",
+        max_length=40,
+        title=N_("Engine release (for the estimate)"),
+        description="the engine release the estimate is for ('' = the newest release with measured data)",
+    )
     quant: str = Field(
         default=AUTO,
         alias="quant",
@@ -252,6 +259,11 @@ class AdviceRequest(BaseModel):
             return find_engine(value).id
         except NameLookupError as exc:
             raise _unknown(N_("engine"), value, exc.candidates, [AUTO, *(e.id for e in load_engines())]) from exc
+
+    @field_validator("engine_version", mode="before")
+    @classmethod
+    def _release(cls, value: object) -> object:
+        return engine_release(value)
 
     @field_validator("quant", mode="before")
     @classmethod

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from catalog import GpuLookupError, find_gpu, load_handbook
+from catalog import GpuLookupError, engine_release, find_gpu, load_handbook
 from i18n import N_
 from perf.inputs import ENGINE_FAMILIES
 from selector.engines import find_engine
@@ -268,10 +268,22 @@ class TcoInputs(BaseModel):
     )
     model: str = Field(default=load_rules().defaults.model, alias="model", title=N_("Model (for the estimate)"))
     engine: str = Field(default=ENGINE_FAMILIES[0], alias="engine", title=N_("Engine (for the estimate)"))
+    engine_version: str = Field(
+        default="",
+        alias="engine_version",
+        max_length=40,
+        title=N_("Engine release (for the estimate)"),
+        description="the engine release the estimate is for ('' = the newest release with measured data)",
+    )
     quant_method: str = Field(default=AUTO, alias="quant_method", title=N_("Quantization (for the estimate)"))
     ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", N_("SLO: TTFT p50 target (ms)"))
     ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", N_("SLO: TTFT p99 target (ms)"))
     tpot_p50_ms: float = slo_ms_field(_SLO.tpot_p50_ms, "tpot_p50", N_("SLO: TPOT p50 target (ms)"))
+
+    @field_validator("engine_version", mode="before")
+    @classmethod
+    def _release(cls, value: object) -> object:
+        return engine_release(value)
 
     @field_validator("measured_rps", mode="before")
     @classmethod

@@ -13,11 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from catalog import GpuLookupError, find_gpu, load_gpus
+from catalog import GpuLookupError, engine_release, find_gpu, load_gpus
 from i18n import N_, Translate, identity
 from perf import ENGINE_FAMILIES, Band, Basis, Calibration, NoEstimateError, PerfError, PerfRequest, Slo
 from perf.result import Wording
 from selector import AdviceRequest, SelectorError, advise, gate, get_engine
+from selector.engines import find_engine
 from selector.inputs import MIN_CONTEXT_TOKENS
 from selector.quantization import get_quant
 from selector.rules import load_rules
@@ -49,10 +50,11 @@ def reason_text(reason: str, tr: Translate = identity) -> str:
 
 
 class RankBy(StrEnum):
-    """Which cost orders the ranking."""
+    """Which cost orders the ranking: as estimated, the monthly fleet, or the pessimistic end of the band."""
 
     PER_MILLION = "per_million"
     FLEET = "fleet"
+    PESSIMISTIC = "pessimistic"  # cost per million output tokens if throughput comes in at the band's low end
 
 
 class LatencyAxis(StrEnum):
@@ -80,6 +82,22 @@ def _price_item(value: str) -> str:
     return f"{gpu_id}{PRICE_SEPARATOR}{price:g}"
 
 
+def _version_item(value: str) -> tuple[str, str]:
+    """'trtllm:1.2.0rc6' -> ('tensorrt-llm', '1.2.0rc6'): an engine with a step-time model and a release."""
+    engine_name, sep, version = value.partition(PRICE_SEPARATOR)
+    if not sep or not engine_name.strip():
+        raise ValueError(f"'{value}' is not <engine>{PRICE_SEPARATOR}<release>, e.g. vllm{PRICE_SEPARATOR}0.19.0")
+    try:
+        engine = find_engine(engine_name.strip()).id
+    except SelectorError as exc:
+        raise ValueError(str(exc)) from exc
+    if engine not in ENGINE_FAMILIES:
+        raise ValueError(f"no estimate for {engine}; allowed: {', '.join(ENGINE_FAMILIES)}")
+    release = engine_release(version)
+    assert isinstance(release, str)
+    return engine, release
+
+
 class CompareInputs(BaseModel):
     """Everything the comparison asks. Aliases are the /compare page's URL parameters (shared with /tco)."""
 
@@ -103,6 +121,15 @@ class CompareInputs(BaseModel):
         description=N_("<gpu>:<price per GPU-hour in the currency>, comma-separated; replaces the catalog price"),
     )
     engines: tuple[str, ...] = Field(default=ENGINE_FAMILIES, alias="engines", min_length=1, title=N_("Engines"))
+    versions: tuple[str, ...] = Field(
+        default=(),
+        alias="versions",
+        title=N_("Engine releases"),
+        description=N_(
+            "<engine>:<release>, comma-separated (vllm:0.19.0); an engine not named is estimated at its newest release "
+            "with measured data"
+        ),
+    )
     counts: tuple[int, ...] = Field(default=GPU_COUNTS, alias="counts", min_length=1, title=N_("GPU counts"))
     rank_by: RankBy = Field(default=RankBy.PER_MILLION, alias="rank_by", title=N_("Rank by"))
     latency: LatencyAxis = Field(default=LatencyAxis.TPOT, alias="latency", title=N_("Chart latency"))
@@ -122,6 +149,16 @@ class CompareInputs(BaseModel):
         items = [_price_item(str(v)) for v in value]
         by_gpu = {item.rpartition(PRICE_SEPARATOR)[0]: item for item in items}  # the last price of a GPU wins
         return tuple(sorted(by_gpu.values()))
+
+    @field_validator("versions", mode="before")
+    @classmethod
+    def _versions(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v.strip()]
+        if not isinstance(value, list | tuple):
+            return value
+        by_engine = dict(_version_item(str(v)) for v in value)  # the last release of an engine wins
+        return tuple(f"{e}{PRICE_SEPARATOR}{v}" for e, v in sorted(by_engine.items()) if v)
 
     @field_validator("engines", mode="before")
     @classmethod
@@ -146,6 +183,11 @@ class CompareInputs(BaseModel):
     def priced_inputs(self) -> "CompareInputs":
         """The inputs an estimate or a price depends on: the view's ordering and chart axis set to their defaults."""
         return self.model_copy(update={"rank_by": RankBy.PER_MILLION, "latency": LatencyAxis.TPOT})
+
+    @property
+    def engine_versions(self) -> dict[str, str]:
+        """Engine id -> the release to estimate ('' or absent: the newest with measured data)."""
+        return {engine: version for engine, _, version in (v.partition(PRICE_SEPARATOR) for v in self.versions)}
 
     @property
     def price_overrides(self) -> dict[str, float]:
@@ -187,7 +229,9 @@ class RankedOption(BaseModel):
     basis_kind: str
     basis_text: str
     band: Band
+    bands: dict[str, Band]  # output_tok_s, tpot_ms, ttft_ms
     basis: Basis
+    engine_version: str
     price_per_gpu_hour: float
     price_overridden: bool
     cost_per_million_output_tokens: float
@@ -200,6 +244,23 @@ class RankedOption(BaseModel):
     def label(self) -> str:
         """'2x H100 80GB SXM · vllm · fp8'."""
         return f"{self.gpus_per_replica}x {self.gpu_name} · {self.engine_name} · {self.quant_name}"
+
+    @property
+    def cost_per_million_range(self) -> tuple[float, float]:
+        """Cost per million output tokens if throughput comes in at the band's high and at its low end."""
+        return self.cost_per_million_output_tokens / self.band_high, self.cost_per_million_output_tokens / self.band_low
+
+    @property
+    def datasheet_only(self) -> bool:
+        """No measurement of this engine on this GPU architecture backs the estimate: datasheet figures alone."""
+        return self.basis_kind == "datasheet"
+
+    def bands_text(self, tr: Translate = identity) -> str:
+        """The three bands in the language of `tr`."""
+        ratio = {k: f"{b.low_ratio:.2f}–{b.high_ratio:.2f}×" for k, b in self.bands.items()}
+        return tr("tok/s {tok_s}, TPOT {tpot}, TTFT {ttft}").format(
+            tok_s=ratio["output_tok_s"], tpot=ratio["tpot_ms"], ttft=ratio["ttft_ms"]
+        )
 
     def latency_ms(self, axis: LatencyAxis) -> float:
         return self.tpot_p50_ms if axis == LatencyAxis.TPOT else self.ttft_p50_ms
@@ -313,14 +374,21 @@ def advised(candidate: Candidate, model: str, context: int) -> tuple[int, str]:
 
 @lru_cache(maxsize=16_384)
 def estimated(
-    candidate: Candidate, model: str, in_tokens: int, out_tokens: int, slo: Slo, calibrations: tuple[Calibration, ...]
+    candidate: Candidate,
+    model: str,
+    in_tokens: int,
+    out_tokens: int,
+    slo: Slo,
+    calibrations: tuple[Calibration, ...],
+    version: str = "",
 ) -> OperatingPoint | str:
-    """The option's SLO operating point, or why perf gives none. Cached on the frozen inputs."""
+    """The option's SLO operating point at the engine release (''= newest with data), or why perf gives none."""
     request = PerfRequest(
         gpu=candidate.gpu,
         gpus=candidate.gpus,
         model=model,
         engine=candidate.engine,
+        engine_version=version,
         quant=candidate.quant,
         input_tokens=max(in_tokens, 1),
         output_tokens=out_tokens,
@@ -364,6 +432,7 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
             "tps_source": TpsSource.ESTIMATE,
             "model": inputs.model,
             "engine": candidate.engine,
+            "engine_version": inputs.engine_versions.get(candidate.engine, ""),
             "quant_method": candidate.quant,
             "ttft_p50": inputs.ttft_p50_ms,
             "ttft_p99": inputs.ttft_p99_ms,
@@ -378,6 +447,7 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
         gpus=split,
         model=inputs.model,
         engine=candidate.engine,
+        engine_version=inputs.engine_versions.get(candidate.engine, ""),
         quant=candidate.quant,
         context=max(inputs.context_tokens, MIN_CONTEXT_TOKENS),
         concurrency=point.concurrency,
@@ -404,7 +474,9 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
         basis_kind=est.basis.kind,
         basis_text=est.basis.text,
         band=est.band,
+        bands=dict(est.bands),
         basis=est.basis,
+        engine_version=est.engine_version,
         price_per_gpu_hour=price,
         price_overridden=overridden,
         cost_per_million_output_tokens=cap.cost_per_million_output_tokens,
@@ -416,9 +488,15 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
 
 
 def sort_key(rank_by: RankBy) -> Callable[[RankedOption], tuple[Any, ...]]:
-    """SLO-meeting options first, then the chosen cost, then the other cost, then fewer GPUs."""
+    """SLO-meeting options first, then the chosen cost, then the other cost, then fewer GPUs.
+
+    The pessimistic order takes each option's cost at the low end of its throughput band: an option that rests on
+    datasheets alone (a wide band) no longer wins on a figure nobody measured.
+    """
     if rank_by == RankBy.FLEET:
         return lambda o: (not o.meets_slo, o.fleet_cost_per_month, o.cost_per_million_output_tokens, o.total_gpus)
+    if rank_by == RankBy.PESSIMISTIC:
+        return lambda o: (not o.meets_slo, o.cost_per_million_range[1], o.cost_per_million_output_tokens, o.total_gpus)
     return lambda o: (not o.meets_slo, o.cost_per_million_output_tokens, o.fleet_cost_per_month, o.total_gpus)
 
 
@@ -453,7 +531,13 @@ def rank(
             continue
         seen.add(shape)
         point = estimated(
-            candidate, inputs.model, inputs.in_tokens_per_request, inputs.out_tokens_per_request, inputs.slo, cals
+            candidate,
+            inputs.model,
+            inputs.in_tokens_per_request,
+            inputs.out_tokens_per_request,
+            inputs.slo,
+            cals,
+            inputs.engine_versions.get(candidate.engine, ""),
         )
         if isinstance(point, str):
             skipped[point] += 1

@@ -37,10 +37,10 @@ class OperatingPoint(BaseModel):
         return link_tps(self.level.output_tok_s)
 
     def band_words(self, tr: Translate = identity) -> str:
-        """'band 0.58–1.15× of the estimate (8 in 10 held-out vllm|Hopper measurements fell within)'."""
+        """'bands tok/s 0.58–1.15×, TPOT ..., TTFT ... of the estimate (8 in 10 held-out vllm|Hopper ... within)'."""
         band = self.estimate.band
-        return tr("band {low}–{high}× of the estimate (8 in 10 held-out {group} measurements fell within)").format(
-            low=f"{band.low_ratio:.2f}", high=f"{band.high_ratio:.2f}", group=band.group_text(tr)
+        return tr("bands {bands} of the estimate (8 in 10 held-out {group} measurements fell within)").format(
+            bands=self.estimate.bands_text(tr), group=band.group_text(tr)
         )
 
     def short_label_text(self, tr: Translate = identity) -> str:
@@ -101,6 +101,7 @@ def perf_request(inputs: TcoInputs, concurrency: tuple[int, ...] = (1,)) -> Perf
             gpus=inputs.gpus_per_replica,
             model=inputs.model,
             engine=inputs.engine,
+            engine_version=inputs.engine_version,
             quant=inputs.quant_method,
             input_tokens=max(inputs.in_tokens_per_request, 1),
             output_tokens=inputs.out_tokens_per_request,
@@ -163,8 +164,6 @@ def estimate_advice(
     )
     if engine not in ENGINE_FAMILIES:
         return base.model_copy(update={"missing": f"no estimate for {base.engine_name}"})
-    if request.model == CUSTOM_MODEL:
-        return base.model_copy(update={"missing": "no estimate for a custom model (perf knows the catalog's models)"})
     try:
         point = operating_point(
             PerfRequest(
@@ -172,10 +171,12 @@ def estimate_advice(
                 gpus=request.gpus,
                 model=advice.model_id,
                 engine=engine,
+                engine_version="" if runner_up else request.engine_version,  # a release names the chosen engine
                 quant=quant,
                 input_tokens=max(in_tokens, 1),
                 output_tokens=out_tokens,
                 concurrency=(request.concurrency,),
+                custom=request if request.model == CUSTOM_MODEL else None,
             ),
             calibrations,
         )

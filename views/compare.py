@@ -10,6 +10,7 @@ from streamlit.elements.lib.column_types import ColumnConfig
 
 from i18n import N_
 from perf import ENGINE_FAMILIES, Calibration
+from perf.coefficients import newest_release
 from selector import get_engine, load_models
 from tco import convert, format_money
 from tco.compare_figures import cost_latency_figure
@@ -38,13 +39,21 @@ TABS = "_compare.tab"  # the open tab of the results (lazy: the others do not ru
 _RANKING = "_compare.ranking"  # the last ranking: a change of ordering or chart axis reuses it
 SHARED_RANKINGS = 32  # rankings kept across sessions, the least recently used dropped first
 _DETAIL = "compare.detail"
-_RANK_LABELS = {RankBy.PER_MILLION.value: N_("Cost per 1M tokens"), RankBy.FLEET.value: N_("Fleet per month")}
-_RANKED_BY = {RankBy.PER_MILLION: N_("cost per million output tokens"), RankBy.FLEET: N_("monthly fleet cost")}
+_RANK_LABELS = {
+    RankBy.PER_MILLION.value: N_("Cost per 1M tokens"),
+    RankBy.FLEET.value: N_("Fleet per month"),
+    RankBy.PESSIMISTIC.value: N_("Cost, pessimistic end"),
+}
+_RANKED_BY = {
+    RankBy.PER_MILLION: N_("cost per million output tokens"),
+    RankBy.FLEET: N_("monthly fleet cost"),
+    RankBy.PESSIMISTIC: N_("cost per million output tokens at the low end of each throughput band"),
+}
 _AXIS_LABELS = {LatencyAxis.TPOT.value: "TPOT p50", LatencyAxis.TTFT.value: "TTFT p50"}
 
 
 def _to_widget(alias: str, value: object) -> object:
-    if alias == "prices" and isinstance(value, tuple):
+    if alias in {"prices", "versions"} and isinstance(value, tuple):
         return LIST_SEPARATOR.join(value)
     return plain_widget_value(alias, value)
 
@@ -99,6 +108,18 @@ def _inputs_form() -> None:
     with st.expander(_("Options to consider"), icon=":material/filter_list:"):
         st.multiselect(_("Engines"), list(ENGINE_FAMILIES), key=K("engines"), format_func=lambda e: get_engine(e).name)
         st.pills(_("GPU counts"), list(GPU_COUNTS), key=K("counts"), selection_mode="multi")
+        st.text_input(
+            _("Engine releases"),
+            key=K("versions"),
+            placeholder=", ".join(
+                f"{e}{PRICE_SEPARATOR}{newest_release(e)}" for e in ENGINE_FAMILIES if newest_release(e)
+            ),
+            help=_(
+                "<engine>{separator}<release>, comma-separated. An engine not named is estimated at its newest release "
+                "with measured data (shown above as the example); a release without measured data is estimated as "
+                "an extrapolation, with wider bands."
+            ).format(separator=PRICE_SEPARATOR),
+        )
 
 
 def _view_controls() -> None:
@@ -217,6 +238,21 @@ def _headline(ranking: Ranking) -> None:
         border=True,
         help=_("at concurrency {concurrency}, the highest within the SLO").format(concurrency=top.concurrency),
     )
+    low, high = top.cost_per_million_range
+    st.caption(
+        _(
+            "Per million output tokens, {low} to {high} across the throughput band; rank it by the pessimistic end "
+            "to favour options whose estimate is surer."
+        ).format(low=format_money(low, cur, language=lang), high=format_money(high, cur, language=lang))
+    )
+    if top.datasheet_only:
+        st.warning(
+            _(
+                "This option rests on datasheet figures alone: no measurement of {engine} on {gpu}'s architecture "
+                "backs it. Rank by the pessimistic end, or probe it before buying."
+            ).format(engine=top.engine_name, gpu=top.gpu_name),
+            icon="⚠️",
+        )
     other = Currency.USD if cur == Currency.CNY else Currency.CNY
     fx = ranking.inputs.cny_per_usd
     st.caption(
@@ -248,11 +284,10 @@ def _latency_and_links(top: RankedOption) -> None:
 def _band_and_basis(option: RankedOption) -> None:
     st.caption(
         _(
-            "Estimate: 8 in 10 held-out measurements fell within {low}–{high}× of the estimate ({group}). "
+            "Estimate: 8 in 10 held-out measurements fell within {bands} of the estimate ({group}). "
             "Basis ({kind}): {basis}."
         ).format(
-            low=f"{option.band_low:.2f}",
-            high=f"{option.band_high:.2f}",
+            bands=option.bands_text(_),
             group=option.band_group_text(_),
             kind=option.basis_kind_text(_),
             basis=option.basis_worded(_),
@@ -279,10 +314,11 @@ def _links(option: RankedOption) -> None:
 def _table(ranking: Ranking) -> None:
     """The ranked options; the data keeps its English column keys, the headers are in the page's language."""
     cur = ranking.inputs.currency.value
-    per_million, fleet, price = (
+    per_million, fleet, price, per_million_range = (
         f"per 1M output tokens ({cur})",
         f"fleet per month ({cur})",
         f"price per GPU-hour ({cur})",
+        f"per 1M range ({cur})",
     )
     meets, misses = _("meets"), _("misses SLO")
     rows = [
@@ -295,6 +331,7 @@ def _table(ranking: Ranking) -> None:
             "engine": o.engine_name,
             "quantization": o.quant_name,
             per_million: o.cost_per_million_output_tokens,
+            per_million_range: "{:.4g}–{:.4g}".format(*o.cost_per_million_range),
             fleet: o.fleet_cost_per_month,
             "SLO": meets if o.meets_slo else misses,
             "concurrency": o.concurrency,
@@ -303,7 +340,10 @@ def _table(ranking: Ranking) -> None:
             "TPOT p50 ms": o.tpot_p50_ms,
             "tok/s per replica": o.output_tok_s,
             "band": f"{o.band_low:.2f}–{o.band_high:.2f}×",
+            "bands": o.bands_text(_),
             "basis": o.basis_kind_text(_),
+            "datasheet only": o.datasheet_only,
+            "release": o.engine_version,
             price: o.price_per_gpu_hour,
             "cost calculator": tco_link(o),
             "engine advisor": selector_link(o),
@@ -320,7 +360,9 @@ def _table(ranking: Ranking) -> None:
         "quantization": _("quantization"),
         "concurrency": _("concurrency"),
         "band": _("band"),
+        "bands": _("bands (tok/s, TPOT, TTFT)"),
         "basis": _("basis"),
+        "release": _("release"),
         "basis detail": _("basis detail"),
     }
     column_config: dict[str, ColumnConfig] = {key: st.column_config.Column(label) for key, label in headers.items()}
@@ -332,6 +374,10 @@ def _table(ranking: Ranking) -> None:
             _("fleet per month ({currency})").format(currency=cur), format="localized"
         ),
         price: st.column_config.NumberColumn(_("price per GPU-hour ({currency})").format(currency=cur)),
+        per_million_range: st.column_config.TextColumn(_("per 1M range ({currency})").format(currency=cur)),
+        "datasheet only": st.column_config.CheckboxColumn(
+            _("datasheet only"), help=_("no measurement of this engine on this GPU architecture backs the estimate")
+        ),
         "TTFT p50 ms": st.column_config.NumberColumn(format="%.0f"),
         "TTFT p99 ms": st.column_config.NumberColumn(format="%.0f"),
         "TPOT p50 ms": st.column_config.NumberColumn(format="%.1f"),

@@ -317,6 +317,16 @@ def _inputs_form() -> None:
             key=K("engine"),
             format_func=lambda e: auto if e == AUTO else names[e],
         )
+        st.text_input(
+            _("Engine release"),
+            key=K("engine_version"),
+            placeholder=_("empty: the newest release with measured data"),
+            help=_(
+                "The release the estimate is for, as the engine numbers it (0.19.0, 1.2.0rc6). Empty: the newest "
+                "release with measured data. A release without measured data is estimated as an extrapolation, "
+                "with wider bands."
+            ),
+        )
         quants = [AUTO] + [q.id for q in load_quant_methods()]
         qnames = {q.id: q.name for q in load_quant_methods()}
         st.selectbox(
@@ -383,13 +393,7 @@ def _card(advice: Advice) -> bool:
 
 def _estimate_label(point: OperatingPoint) -> str:
     """How the page names the estimate: its band and what it rests on (tco's `label`, in the page's language)."""
-    band, basis = point.estimate.band, point.estimate.basis
-    return _(
-        "estimate: band {low}–{high}× of the estimate (8 in 10 held-out {group} measurements fell within); "
-        "basis {basis}"
-    ).format(
-        low=f"{band.low_ratio:.2f}", high=f"{band.high_ratio:.2f}", group=band.group_text(_), basis=basis.worded(_)
-    )
+    return point.label_text(_)
 
 
 def _estimate_short_label(point: OperatingPoint) -> str:
@@ -404,8 +408,6 @@ def _missing(est: AdviceEstimate) -> str:
     """Why there is no estimate (tco's `missing`), in the page's language."""
     if est.missing == f"no estimate for {est.engine_name}":
         return _("no estimate for {engine}").format(engine=est.engine_name)
-    if est.missing == "no estimate for a custom model (perf knows the catalog's models)":
-        return _("no estimate for a custom model (perf knows the catalog's models)")
     prefix = f"no estimate for {est.engine_name}: "
     if est.missing.startswith(prefix):
         problem = est.missing.removeprefix(prefix)
@@ -481,16 +483,22 @@ def _price_link(advice: Advice, chosen: AdviceEstimate) -> None:
     if gpu.has_price:
         values.update(price=gpu.price_low, currency=gpu.price_currency)
     point = chosen.point
+    custom = advice.request.model == CUSTOM_MODEL
     if point is not None:
         values.update(
             gpus=point.estimate.layout.gpus,
             tps=point.output_tok_s,
-            tps_source=TpsSource.ESTIMATE,
-            model=advice.model_id,
             engine=chosen.engine,
+            engine_version=advice.request.engine_version,
             quant_method=point.estimate.quant,
             in_tokens=chosen.input_tokens,
             out_tokens=chosen.output_tokens,
+        )
+        # the cost page estimates catalog models only: a custom model's throughput arrives as a figure to price
+        values |= (
+            {"tps_source": TpsSource.ENTERED}
+            if custom
+            else {"tps_source": TpsSource.ESTIMATE, "model": advice.model_id}
         )
     params = to_params(TcoInputs.model_validate(values))
     st.page_link(
@@ -508,6 +516,8 @@ def _price_link(advice: Advice, chosen: AdviceEstimate) -> None:
                 label=_estimate_short_label(point),
             )
         )
+        if custom:
+            st.caption(_("The cost page takes it as a figure to price: it estimates the catalog's models only."))
     if not gpu.has_price:
         st.caption(_("No public hourly price on record for {gpu}; enter yours on the cost page.").format(gpu=gpu.name))
 

@@ -6,6 +6,7 @@ import streamlit as st
 from catalog import find_gpu, load_gpus, load_handbook
 from i18n.numbers import format_large
 from perf import ENGINE_FAMILIES, PerfError
+from perf.coefficients import newest_release
 from selector import AUTO, get_engine, load_models, load_quant_methods
 from selector.quantization import get_quant
 from tco import CUSTOM_GPU, TcoInputs, TcoResult, convert, estimate, format_money
@@ -223,6 +224,16 @@ def _estimate_inputs() -> None:
     names = {m.id: f"{m.name} · {m.params_b:g}B" for m in load_models()}
     st.selectbox(_("Model"), models, key=K("model"), format_func=names.__getitem__)
     st.selectbox(_("Engine"), list(ENGINE_FAMILIES), key=K("engine"), format_func=lambda e: get_engine(e).name)
+    newest = newest_release(str(st.session_state.get(K("engine")) or ENGINE_FAMILIES[0]))
+    st.text_input(
+        _("Engine release"),
+        key=K("engine_version"),
+        placeholder=_("newest with measured data: {release}").format(release=newest) if newest else "",
+        help=_(
+            "The release to estimate, as the engine numbers it (0.19.0, 1.2.0rc6). Empty: the newest release with "
+            "measured data. A release without measured data is estimated as an extrapolation, with wider bands."
+        ),
+    )
     quants = {q.id: q.name for q in load_quant_methods()}
     st.selectbox(
         _("Quantization"),

@@ -48,7 +48,13 @@ def test_compare_link_ranks_and_an_options_link_opens_the_cost_page(page: Page, 
     expect(combobox(page, "GPU")).to_have_value(f"{gpu.name} · {gpu.memory_gb:g} GB")
     expect(number_field(page, "Throughput per replica (output tokens/s)")).to_have_value(carried["tps"])
     expect(page.get_by_text("Throughput source: estimate")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"estimate: band [\d.]+–[\d.]+× of the estimate")).first).to_be_visible()
+    expect(
+        page.get_by_text(
+            re.compile(
+                r"estimate: bands tok/s [\d.]+–[\d.]+×, TPOT [\d.]+–[\d.]+×, TTFT [\d.]+–[\d.]+× of the estimate"
+            )
+        ).first
+    ).to_be_visible()
     # The cost page prices the option as the comparison did.
     expect(metric(page, "GPUs needed")).to_have_text(gpus_needed)
     expect(metric(page, "Fleet per month")).to_have_text(fleet)

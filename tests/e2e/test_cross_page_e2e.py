@@ -141,7 +141,13 @@ def test_price_this_opens_the_cost_page_with_the_gpu_its_count_catalog_price_and
     expect(number_field(page, "Throughput per replica (output tokens/s)")).to_have_value(f"{tps:g}")
     expect(page.get_by_role("radio", name=h100.price_currency, exact=True)).to_be_checked()
     expect(page.get_by_text(f"Public price: {price}–")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"estimate: band [\d.]+–[\d.]+× of the estimate")).first).to_be_visible()
+    expect(
+        page.get_by_text(
+            re.compile(
+                r"estimate: bands tok/s [\d.]+–[\d.]+×, TPOT [\d.]+–[\d.]+×, TTFT [\d.]+–[\d.]+× of the estimate"
+            )
+        ).first
+    ).to_be_visible()
     # Two GPUs at the catalog price over the estimated tok/s and 200 output tokens per request.
     cost = _shown_number(metric_value(page, "Cost per request"))
     assert cost == pytest.approx(h100.price_low * 2 / (tps / 200 * 3600), rel=0.05)  # shown to 2-3 figures

@@ -41,8 +41,11 @@ def _links(at: AppTest) -> dict[str, dict[str, str]]:
 
 def test_compare_ranks_the_options_with_links_to_the_other_pages() -> None:
     at = open_page("compare", NARROW, timeout_s=TIMEOUT_S)
-    assert not at.exception and not at.error and not at.warning
+    assert not at.exception and not at.error
     table = at.dataframe[0].value
+    flagged = [w.value for w in at.warning]
+    assert all(f.startswith("This option rests on datasheet figures alone") for f in flagged)
+    assert len(flagged) == int(bool(table["datasheet only"].iloc[0])), "the top option is flagged when datasheet-only"
     assert len(table) > 20
     assert list(table["rank"][:3]) == [1, 2, 3]
     costs = list(table["per 1M output tokens (CNY)"][table["SLO"] == "meets"])
@@ -61,6 +64,34 @@ def test_compare_ranks_the_options_with_links_to_the_other_pages() -> None:
     assert "/tco?" + "&".join(f"{k}={v}" for k, v in links["tco"].items()) == top["cost calculator"]
     assert len(at.get("plotly_chart")) == 0  # the chart's tab is lazy: it runs once opened
     assert len(open_tab(at, "_compare.tab", "Cost vs latency").get("plotly_chart")) == 1
+
+
+def test_each_option_shows_its_cost_range_and_the_pessimistic_end_can_rank_them() -> None:
+    at = open_page("compare", NARROW, timeout_s=TIMEOUT_S)
+    table = at.dataframe[0].value
+    ranges = [tuple(float(x) for x in r.split("–")) for r in table["per 1M range (CNY)"]]
+    for (low, high), cost in zip(ranges, table["per 1M output tokens (CNY)"], strict=True):
+        assert low <= cost * 1.001 and cost <= high * 1.001, "the estimate sits inside its own range"
+    assert all(", TPOT " in b and ", TTFT " in b for b in table["bands"])
+    at.segmented_control(key="compare.rank_by").set_value("pessimistic").run()
+    pessimistic = at.dataframe[0].value
+    meeting = pessimistic[pessimistic["SLO"] == "meets"]
+    dear_ends = [float(r.split("–")[1]) for r in meeting["per 1M range (CNY)"]]
+    assert dear_ends == sorted(dear_ends)
+    assert _params(at)["rank_by"] == "pessimistic"
+
+
+def test_engine_releases_are_estimated_and_carried_to_the_cost_page() -> None:
+    at = open_page("compare", {**NARROW, "versions": "vllm:0.33.0"}, timeout_s=TIMEOUT_S)
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert set(table["release"]) == {"0.33.0"} and set(table["basis"]) <= {"extrapolated", "datasheet"}
+    assert "engine_version=0.33.0" in table["cost calculator"].iloc[0]
+    assert "engine_version=0.33.0" in table["engine advisor"].iloc[0]
+    default = open_page("compare", NARROW, timeout_s=TIMEOUT_S).dataframe[0].value
+    assert set(default["release"]) == {"0.19.0"}, "the newest vLLM release with measured data"
+    bad = open_page("compare", {**NARROW, "versions": "vllm:latest!"}, timeout_s=TIMEOUT_S)
+    assert any("`versions`" in w.value and "not an engine release" in w.value for w in bad.warning)
 
 
 def test_compare_link_round_trip() -> None:
@@ -83,7 +114,7 @@ def test_compare_link_round_trip() -> None:
 def test_compare_bad_link_warns_once_naming_the_parameter(bad: dict[str, str], named: str) -> None:
     at = open_page("compare", {**NARROW, **bad}, timeout_s=TIMEOUT_S)
     assert not at.exception
-    warnings = texts(at.warning)
+    warnings = [w for w in texts(at.warning) if not w.startswith("This option rests on datasheet figures alone")]
     assert len(warnings) == 1 and named in warnings[0]
     assert len(at.dataframe[0].value) > 20  # the default took its place; the page still ranks
     assert next(iter(bad)) not in _params(at)
