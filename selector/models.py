@@ -22,6 +22,7 @@ CHECKPOINT_COLUMNS: dict[str, str] = {
     "fp8": "fp8_repo",
     "awq": "awq_repo",
     "gptq": "gptq_repo",
+    "w8a8-int8": "w8a8_repo",
     "nvfp4": "nvfp4_repo",
     "mxfp4": "mxfp4_repo",
     "gguf-q4_k_m": "gguf_repo",
@@ -70,6 +71,7 @@ class ModelSpec(BaseModel):
     fp8_repo: str = ""
     awq_repo: str = ""
     gptq_repo: str = ""
+    w8a8_repo: str = ""
     nvfp4_repo: str = ""
     mxfp4_repo: str = ""
     gguf_repo: str = ""

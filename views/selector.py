@@ -340,8 +340,18 @@ def _inputs_form() -> None:
 
 def _card(advice: Advice) -> bool:
     """The recommendation. False when the run ended below its figures (ui/first_paint.py): the rest comes next run."""
+    calibrations = stored_calibrations()
+    chosen = estimate_advice(advice, calibrations=calibrations)
     with st.container(border=True):
-        st.subheader(_(":material/recommend: Run {engine}").format(engine=advice.engine_name))
+        at_target = chosen.at_target
+        if at_target is not None and not at_target.meets_slo:
+            st.subheader(
+                _(":material/recommend: Run {engine}, estimated to miss the SLO at concurrency {concurrency}").format(
+                    engine=advice.engine_name, concurrency=chosen.target_concurrency
+                )
+            )
+        else:
+            st.subheader(_(":material/recommend: Run {engine}").format(engine=advice.engine_name))
         st.write(advice.summary(tr=_))
         cols = st.columns(4)
         cols[0].metric(
@@ -384,8 +394,6 @@ def _card(advice: Advice) -> bool:
         )
         _pinned_caption(advice)
         _model_facts(advice)
-        calibrations = stored_calibrations()
-        chosen = estimate_advice(advice, calibrations=calibrations)
         _estimates(advice, chosen, estimate_advice(advice, runner_up=True, calibrations=calibrations))
         _price_link(advice, chosen)
     return True

@@ -261,7 +261,7 @@ def test_the_engine_facts_read_in_chinese_in_the_reasons_warnings_and_titles() -
 
 
 def test_skipped_layouts_read_in_chinese_on_the_page_and_stay_english_in_the_json() -> None:
-    link = {"gpu": "h100", "gpus": "8", "model": "qwen2.5-7b"}
+    link = {"gpu": "a100", "gpus": "8", "model": "qwen2.5-7b"}
     at = open_page("selector", {"lang": "zh", **link})
     shown = " ".join(texts(at.markdown))
     assert "跳过了引擎加载时会拒绝的布局：每副本 8 张 GPU：28 个注意力头不能被 8 整除；" in shown, shown

@@ -248,3 +248,17 @@ def test_kv_cache_dtype_and_help_that_names_real_flags(capsys: pytest.CaptureFix
     assert "python -m probes ... --output RUN.json" in help_text and "probes --json" not in help_text
     for flag in ("--engine-version", "--tp", "--pp", "--ep", "--dp", "--max-num-seqs", "--kv-cache-dtype"):
         assert flag in help_text
+
+
+def test_a_model_outside_the_catalog_is_estimated_from_its_config_json(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support import ROOT
+
+    config = ROOT / "tests" / "selector" / "configs" / "qwen3-30b-a3b.json"
+    code, out, err = run(capsys, "--config", str(config), "--gpu", "h100", "--engine", "vllm", "--json")
+    data = json.loads(out)
+    assert code == 0, err
+    assert data["model"] == "custom" and data["levels"][0]["output_tok_s"] > 0
+    code, _, err = run(capsys, "--gpu", "h100", "--engine", "vllm")
+    assert code == 2 and "--model: give a catalog model, or --config" in err
+    code, _, err = run(capsys, "--config", "/nonexistent/config.json", "--gpu", "h100", "--engine", "vllm")
+    assert code == 2 and "--config: cannot read" in err

@@ -171,12 +171,19 @@ def test_vllm_makes_a_missing_awq_checkpoint_with_llm_compressor_first() -> None
 
 
 def test_llm_compressor_recipes_per_format_and_moe_gates_stay_unquantized() -> None:
-    w8a8 = _cmd("vllm", _unpublished("qwen2.5-7b"), quant="w8a8-int8").files["quantize.py"]
+    w8a8 = _cmd("vllm", _unpublished("qwen2.5-7b", "w8a8_repo"), quant="w8a8-int8").files["quantize.py"]
     assert "SmoothQuantModifier()" in w8a8 and 'scheme="W8A8"' in w8a8
     nvfp4 = _cmd("sglang", DEEPSEEK, quant="nvfp4").files["quantize.py"]
     assert 'scheme="NVFP4"' in nvfp4 and "mlp.gate$" in nvfp4
     gptq = _cmd("tgi", _unpublished("qwen2.5-7b", "gptq_repo"), quant="gptq")
     assert 'scheme="W4A16"' in gptq.files["quantize.py"] and "--quantize" not in gptq.argv
+
+
+def test_a_published_w8a8_checkpoint_is_served_as_it_is() -> None:
+    """Llama-3.1-70B W8A8 on two A100s launches from Red Hat AI's published checkpoint, with no quantize step."""
+    advice = advise(AdviceRequest(gpu="a100", gpus=2, model="llama3.1-70b", engine="vllm", quant="w8a8-int8"))
+    assert list(advice.launch.argv[:3]) == ["vllm", "serve", "RedHatAI/Meta-Llama-3.1-70B-Instruct-quantized.w8a8"]
+    assert not advice.launch.prepare and not advice.launch.files, "no quantize step for a published checkpoint"
 
 
 def test_tensorrt_llm_makes_missing_checkpoints_with_modelopt() -> None:
@@ -192,7 +199,7 @@ def test_tensorrt_llm_makes_missing_checkpoints_with_modelopt() -> None:
 
 
 def test_lmdeploy_makes_checkpoints_with_lmdeploy_lite() -> None:
-    w8a8 = _cmd("lmdeploy", _unpublished("qwen2.5-7b"), quant="w8a8-int8")
+    w8a8 = _cmd("lmdeploy", _unpublished("qwen2.5-7b", "w8a8_repo"), quant="w8a8-int8")
     assert w8a8.prepare[0][:3] == ("lmdeploy", "lite", "smooth_quant")
     assert w8a8.prepare[0][-2:] == ("--quant-dtype", "int8")
     assert _value(w8a8, "--backend") == "pytorch"

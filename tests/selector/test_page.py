@@ -295,3 +295,12 @@ def test_the_layout_names_tensor_and_expert_parallelism() -> None:
     layout = metric(at, "Layout")
     assert layout.startswith("TP ")
     assert any("Parallel layout:" in m.value and layout in m.value for m in at.markdown)
+
+
+def test_a_recommendation_that_misses_the_slo_says_so_in_its_headline() -> None:
+    """The handbook's A800 with 4,096 users of a 72B model cannot meet its SLO: the card's headline says it."""
+    missing = open_page("selector", {"gpu": "a800", "gpus": "2", "model": "qwen2.5-72b", "concurrency": "4096"})
+    assert not missing.exception
+    assert "estimated to miss the SLO at concurrency 4096" in missing.subheader[0].value
+    meeting = open_page("selector", {"gpu": "h100", "model": "qwen2.5-7b", "concurrency": "4"})
+    assert "miss the SLO" not in meeting.subheader[0].value
