@@ -143,6 +143,27 @@ class AdviceRequest(BaseModel):
         le=MAX_CONCURRENCY,
         title=N_("Target concurrency"),
     )
+    in_tokens_per_request: int = Field(
+        default=load_handbook().tco_project_defaults.in_tokens_per_request,
+        alias="in_tokens",
+        ge=0,
+        le=100_000_000,
+        title=N_("Input tokens per request"),
+    )
+    out_tokens_per_request: int = Field(
+        default=load_handbook().tco.out_tokens_per_request,
+        alias="out_tokens",
+        ge=1,
+        le=10_000_000,
+        title=N_("Output tokens per request"),
+    )
+    traffic_requests_per_day: float = Field(
+        default=load_handbook().tco_project_defaults.traffic_requests_per_day,
+        alias="traffic",
+        ge=0,
+        le=1e13,
+        title=N_("Traffic (requests/day)"),
+    )
     engine: str = Field(
         default=AUTO,
         alias="engine",

@@ -13,6 +13,7 @@ from i18n import N_
 from perf.inputs import ENGINE_FAMILIES
 from selector.engines import find_engine
 from selector.errors import NameLookupError
+from selector.inputs import AdviceRequest
 from selector.models import find_model
 from selector.quantization import AUTO, find_quant
 from selector.rules import load_rules
@@ -159,30 +160,12 @@ class TcoInputs(BaseModel):
         le=100_000_000,
         title=N_("Throughput (output tok/s per replica)"),
     )
-    out_tokens_per_request: int = Field(
-        default=_EX.out_tokens_per_request,
-        alias="out_tokens",
-        ge=1,
-        le=10_000_000,
-        title=N_("Output tokens per request"),
-    )
-    in_tokens_per_request: int = Field(
-        default=_PD.in_tokens_per_request,
-        alias="in_tokens",
-        ge=0,
-        le=100_000_000,
-        title=N_("Input tokens per request"),
-    )
+    out_tokens_per_request: int = shared_field(AdviceRequest, "out_tokens_per_request")
+    in_tokens_per_request: int = shared_field(AdviceRequest, "in_tokens_per_request")
     hours_per_month: float = Field(
         default=_PD.hours_per_month, alias="hours", gt=0, le=744, title=N_("Hours per month")
     )
-    traffic_requests_per_day: float = Field(
-        default=_PD.traffic_requests_per_day,
-        alias="traffic",
-        ge=0,
-        le=1e13,
-        title=N_("Traffic (requests/day)"),
-    )
+    traffic_requests_per_day: float = shared_field(AdviceRequest, "traffic_requests_per_day")
     peak_to_average: float = Field(
         default=_PD.peak_to_average, alias="peak", ge=1, le=1000, title=N_("Peak-to-average ratio")
     )

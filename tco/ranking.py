@@ -451,6 +451,9 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
         quant=candidate.quant,
         context=max(inputs.context_tokens, MIN_CONTEXT_TOKENS),
         concurrency=point.concurrency,
+        in_tokens_per_request=inputs.in_tokens_per_request,
+        out_tokens_per_request=inputs.out_tokens_per_request,
+        traffic_requests_per_day=inputs.traffic_requests_per_day,
     )
     return RankedOption(
         rank=0,

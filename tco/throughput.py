@@ -118,12 +118,6 @@ def estimate_tps(inputs: TcoInputs, calibrations: Sequence[Calibration] = ()) ->
     return operating_point(perf_request(inputs), calibrations)
 
 
-def split_context(context_tokens: int) -> tuple[int, int]:
-    """An advisor's context as (input, output) tokens per request: the cost page's default output, the rest input."""
-    output = min(TcoInputs().out_tokens_per_request, max(context_tokens // 2, 1))
-    return context_tokens - output, output
-
-
 class AdviceEstimate(BaseModel):
     """perf's estimate for one engine of an advice, at the advice's concurrency and at the SLO operating point."""
 
@@ -153,7 +147,7 @@ def estimate_advice(
         engine = advice.runner_up
         if engine in ENGINE_FAMILIES:
             quant = advise(request.model_copy(update={"engine": engine, "quant": AUTO})).quantization
-    in_tokens, out_tokens = split_context(advice.memory.context_tokens)
+    in_tokens, out_tokens = request.in_tokens_per_request, request.out_tokens_per_request
     base = AdviceEstimate(
         engine=engine,
         engine_name=get_engine(engine).name,

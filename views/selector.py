@@ -304,6 +304,10 @@ def _inputs_form() -> None:
     left, right = st.columns(2)
     left.number_input(_("Context (tokens)"), key=K("context"), step=1024)
     right.number_input(_("Concurrency"), key=K("concurrency"), step=8)
+    left, right = st.columns(2)
+    left.number_input(_("Input tokens per request"), key=K("in_tokens"), step=50)
+    right.number_input(_("Output tokens per request"), key=K("out_tokens"), step=10)
+    st.number_input(_("Traffic (requests per day)"), key=K("traffic"), step=10_000.0, format="%.10g")
     with st.expander(_("Pin an engine or a quantization"), icon=":material/push_pin:"):
         auto = _("auto (follow the rules)")
         engines = [AUTO] + [e.id for e in load_engines()]
@@ -487,7 +491,14 @@ def _estimates(advice: Advice, chosen: AdviceEstimate, runner_up: AdviceEstimate
 def _price_link(advice: Advice, chosen: AdviceEstimate) -> None:
     """The cost page with the GPU, its catalog price and, when there is one, the estimated throughput."""
     gpu = find_gpu(advice.gpu_id)
-    values: dict[str, object] = {"gpu": gpu.id, "gpus": advice.request.gpus}
+    request = advice.request
+    values: dict[str, object] = {
+        "gpu": gpu.id,
+        "gpus": request.gpus,
+        "in_tokens": request.in_tokens_per_request,
+        "out_tokens": request.out_tokens_per_request,
+        "traffic": request.traffic_requests_per_day,
+    }
     if gpu.has_price:
         values.update(price=gpu.price_low, currency=gpu.price_currency)
     point = chosen.point
@@ -499,8 +510,6 @@ def _price_link(advice: Advice, chosen: AdviceEstimate) -> None:
             engine=chosen.engine,
             engine_version=advice.request.engine_version,
             quant_method=point.estimate.quant,
-            in_tokens=chosen.input_tokens,
-            out_tokens=chosen.output_tokens,
         )
         # the cost page estimates catalog models only: a custom model's throughput arrives as a figure to price
         values |= (

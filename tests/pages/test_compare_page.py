@@ -124,7 +124,15 @@ def test_compare_bad_link_warns_once_naming_the_parameter(bad: dict[str, str], n
 
 
 def test_selector_shows_the_estimates_and_price_this_carries_the_throughput() -> None:
-    link = {"gpu": "H100", "gpus": "2", "model": "llama3.1-70b", "context": "1200", "concurrency": "8"}
+    link = {
+        "gpu": "H100",
+        "gpus": "2",
+        "model": "llama3.1-70b",
+        "context": "1200",
+        "concurrency": "8",
+        "in_tokens": "1000",
+        "traffic": "5000000",
+    }
     at = open_page("selector", link)
     assert not at.exception
     labels = [m.label for m in at.metric]
@@ -133,7 +141,7 @@ def test_selector_shows_the_estimates_and_price_this_carries_the_throughput() ->
     assert labels.count("Output tok/s (estimate)") == 2
     assert labels.count("Max in SLO (estimate)") == 2
     captions = texts(at.caption)
-    assert sum("estimate: band" in c and "basis" in c for c in captions) == 2
+    assert sum("estimate: bands tok/s" in c and "basis" in c for c in captions) == 2
     advice = advise(AdviceRequest.model_validate(link))
     chosen = estimate_advice(advice)
     assert chosen.point is not None and chosen.at_target is not None
@@ -146,7 +154,8 @@ def test_selector_shows_the_estimates_and_price_this_carries_the_throughput() ->
         "h100-80gb-sxm",
         advice.quantization,
     )
-    assert (price["in_tokens"], price.get("out_tokens", "200")) == ("1000", "200")
+    assert chosen.input_tokens == 1000 and chosen.output_tokens == 200, "the request's lengths, not the context's"
+    assert (price["in_tokens"], price.get("out_tokens", "200"), price["traffic"]) == ("1000", "200", "5000000")
 
 
 def test_selector_says_no_estimate_for_an_engine_without_a_model() -> None:

@@ -163,6 +163,20 @@ def test_offload_for_peaks_uses_todays_vllm_flags_not_swap_space() -> None:
     assert "--swap-space" not in advice.launch_command
     offload = next(d for d in advice.reasons if d.topic == "kv_offload")
     assert offload.handbook_choice == "--swap-space 16"
+    assert "does not let more run at once" in offload.reason, "offload keeps evicted KV; it adds no running capacity"
+
+
+def test_the_estimate_counts_the_gpu_cache_alone_whatever_the_offload_advice() -> None:
+    from perf import PerfRequest, estimate
+
+    request = AdviceRequest(gpu="a800-40gb-sxm", gpus=2, model="llama3.1-70b", priority="throughput", concurrency=64)
+    advice = advise(request)
+    assert advice.kv_offload_gb
+    result = estimate(
+        PerfRequest(gpu="a800-40gb-sxm", gpus=2, model="llama3.1-70b", engine=advice.engine, quant=advice.quantization)
+    )
+    per_sequence = advice.memory.context_tokens
+    assert result.kv_capacity_tokens // per_sequence <= advice.memory.max_concurrent_sequences + 1
 
 
 def test_every_decision_carries_a_rule_a_reason_and_a_source() -> None:
