@@ -251,13 +251,7 @@ class TcoInputs(BaseModel):
     )
     model: str = Field(default=load_rules().defaults.model, alias="model", title=N_("Model (for the estimate)"))
     engine: str = Field(default=ENGINE_FAMILIES[0], alias="engine", title=N_("Engine (for the estimate)"))
-    engine_version: str = Field(
-        default="",
-        alias="engine_version",
-        max_length=40,
-        title=N_("Engine release (for the estimate)"),
-        description="the engine release the estimate is for ('' = the newest release with measured data)",
-    )
+    engine_version: str = shared_field(AdviceRequest, "engine_version")
     quant_method: str = Field(default=AUTO, alias="quant_method", title=N_("Quantization (for the estimate)"))
     ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", N_("SLO: TTFT p50 target (ms)"))
     ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", N_("SLO: TTFT p99 target (ms)"))
