@@ -142,7 +142,6 @@ def _vouches(result: RunResult, declared: str) -> bool:
 
 
 def _label(est: Estimate, result: RunResult, vouches: bool) -> str:
-    band = est.band
     after = (
         _("This run now calibrates later estimates of this deployment at request lengths near its own.")
         if vouches
@@ -150,14 +149,13 @@ def _label(est: Estimate, result: RunResult, vouches: bool) -> str:
     )
     return _(
         "Measured: this run (`{run_id}`). Estimated: perf's estimate of the same load at the run's mean request "
-        "lengths ({inputs} in, {outputs} out); 8 in 10 held-out measurements fell within {low}–{high}× of such "
+        "lengths ({inputs} in, {outputs} out); 8 in 10 held-out measurements fell within {bands} of such "
         "estimates. Basis: {basis}. {after}"
     ).format(
         after=after,
         run_id=result.run_id,
         inputs=est.request.input_tokens,
         outputs=est.request.output_tokens,
-        low=f"{band.low_ratio:.2f}",
-        high=f"{band.high_ratio:.2f}",
+        bands=est.bands_text(_),
         basis=escape_markdown(est.basis.worded(_)),
     )
