@@ -234,3 +234,76 @@ def release_scale_experiment(rows: Sequence[Row]) -> str:
                 f"| {engine} | {shrink} | {float(np.median(without)):.1%} | {float(np.median(with_scale)):.1%} |"
             )
     return "\n".join(lines)
+
+
+class CalibrationCheck(BaseModel):
+    """Other levels of measured sweeps, before and after calibrating on one level of each (held out by source)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sweeps: int
+    levels: int  # the levels predicted (every level of a sweep but the calibrating one)
+    before: dict[str, float]  # metric -> median error of the held-out estimate
+    after: dict[str, float]  # metric -> median error once calibrated by the sweep's calibrating level
+
+
+def _sweep_key(p: Prediction) -> tuple[object, ...]:
+    q = p.row.point
+    return (q.source_key, q.model, q.gpu, q.quant, q.shape, q.input_tokens, q.output_tokens, q.load)
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def calibration_check(predictions: Sequence[Prediction], min_levels: int = 3) -> CalibrationCheck:
+    """Calibrate each sweep (one source, configuration and request shape, several concurrencies) on half its levels.
+
+    As perf.calibrate does with a stored run of several levels: the step time is scaled by the geometric mean of the
+    calibrating levels' measured / estimated TPOT (or throughput where no TPOT is given) and TTFT by their measured /
+    estimated TTFT; the other levels (every second one, from the second lowest) are then compared with their
+    measurements. The estimates themselves are held out by source.
+    """
+    sweeps: dict[tuple[object, ...], list[Prediction]] = {}
+    for p in predictions:
+        if p.row.point.concurrency:
+            sweeps.setdefault(_sweep_key(p), []).append(p)
+    before: dict[str, list[float]] = {m: [] for m in METRICS}
+    after: dict[str, list[float]] = {m: [] for m in METRICS}
+    used = levels = 0
+    for preds in sweeps.values():
+        if len(preds) < min_levels:
+            continue
+        preds = sorted(preds, key=lambda p: p.row.point.concurrency or 0)
+        anchors, rest = preds[0::2], preds[1::2]
+        steps = [
+            a.ratio("tpot_ms") if math.isfinite(a.ratio("tpot_ms")) else 1 / a.ratio("output_tok_s") for a in anchors
+        ]
+        steps = [s for s in steps if math.isfinite(s) and s > 0]
+        if not steps:
+            continue
+        step = _geomean(steps)
+        firsts = [r for r in (a.ratio("ttft_ms") for a in anchors) if math.isfinite(r) and r > 0]
+        first = _geomean(firsts) if firsts else step
+        used += 1
+        for p in rest:
+            point = p.row.point
+            tpot, ttft = p.tpot_ms * step, p.ttft_ms * first
+            e2e = ttft + (point.output_tokens - 1) * tpot
+            tok_s = (point.concurrency or 0) * point.output_tokens / e2e * 1000.0 if e2e > 0 else float("nan")
+            if point.load == "one-batch":
+                tok_s = p.tok_s / step  # a whole run's span scales with the step time
+            fixed = {"output_tok_s": tok_s, "tpot_ms": tpot, "ttft_ms": ttft}
+            levels += 1
+            for metric in METRICS:
+                measured = p.measured(metric)
+                if not measured:
+                    continue
+                before[metric].append(abs(p.estimated(metric) / measured - 1))
+                after[metric].append(abs(fixed[metric] / measured - 1))
+    return CalibrationCheck(
+        sweeps=used,
+        levels=levels,
+        before={m: float(np.median(v)) for m, v in before.items() if v},
+        after={m: float(np.median(v)) for m, v in after.items() if v},
+    )

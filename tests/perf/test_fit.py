@@ -2,7 +2,7 @@
 
 import pytest
 
-from perf.accuracy import Check, accuracy, target_checks
+from perf.accuracy import Check, accuracy, calibration_check, target_checks, targets
 from perf.coefficients import Validation, build, feature_rows, load_coefficients
 from perf.fit import Row, fit_theta
 from perf.validate import median_ape
@@ -58,3 +58,16 @@ def test_held_out_by_group_stays_within_its_old_target(built: tuple[object, Vali
     assert tpot <= 0.25, f"held-out TPOT median error {tpot:.1%}"
     assert tok_s <= 0.25, f"held-out throughput median error {tok_s:.1%}"
     assert len({p.row.point.group for p in checked.by_group}) >= 30
+
+
+def test_a_run_of_several_levels_brings_the_other_levels_of_its_sweep_within_ten_percent(
+    built: tuple[object, Validation],
+) -> None:
+    """Every second level of a measured sweep calibrates the held-out estimate; the levels between are predicted."""
+    _, checked = built
+    check = calibration_check(checked.by_source)
+    limit = float(str(targets()["calibrated_median_ape"]))
+    assert check.sweeps >= 100 and check.levels >= 500
+    for metric in ("output_tok_s", "tpot_ms"):
+        assert check.after[metric] <= limit < check.before[metric], (metric, check)
+    assert check.after["ttft_ms"] < check.before["ttft_ms"], "TTFT corrected from measured TTFT"
