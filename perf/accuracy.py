@@ -8,10 +8,12 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog import find_gpu
 from perf.bands import coverage
-from perf.fit import Row
+from perf.errors import PerfError
+from perf.estimate import estimate
+from perf.fit import Row, fit_theta
 from perf.fitset import Point
 from perf.hardware import model_facts
-from perf.validate import METRICS, Prediction, by_source
+from perf.validate import METRICS, Prediction, by_source, predict
 from selector.models import find_model
 
 
@@ -112,9 +114,6 @@ class MaxLoad(BaseModel):
 
 def max_load(points: Sequence[Point]) -> list[MaxLoad]:
     """Each maximum-load point estimated at its own configuration and release (about 20 ms each)."""
-    from perf.errors import PerfError
-    from perf.estimate import estimate
-
     out = []
     for p in points:
         try:
@@ -201,9 +200,6 @@ def release_scale_experiment(rows: Sequence[Row]) -> str:
     The scale is the release's median measured / predicted TPOT over the other groups' points, shrunk towards 1
     by `shrink` points. Reported in docs/performance-model.md; the estimate applies no such scale unless it helps.
     """
-    from perf.fit import fit_theta
-    from perf.validate import predict
-
     lines = [
         "| engine | shrink (points) | median error without | with the release's scale |",
         "| --- | ---: | ---: | ---: |",
