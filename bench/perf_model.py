@@ -304,8 +304,10 @@ of the same configuration and release).
    the 16-bit rate; tensor-parallel all-reduces (or the experts' all-to-all with attention data parallelism) over
    the link; per-step, per-layer, per-collective, per-sequence and per-token overheads; and the roofline term once
    more on AMD GPUs, so ROCm's efficiency is learned from ROCm runs rather than scaled from NVIDIA's by datasheet
-   ratios. MLA, sliding windows and FP8 KV come from the model facts. Step time = theta . features, theta >= 0 per
-   engine family.
+   ratios. MLA, sliding windows and FP8 KV come from the model facts. With pipeline parallelism the batch runs as
+   micro-batches, one per stage at a time: between two tokens every stage reads its weights once per micro-batch
+   (one user waits for the whole model), while the tokens' KV reads and FLOPs spread over every GPU (a large batch
+   gains). Step time = theta . features, theta >= 0 per engine family.
 2. **Scheduling** (`perf/simulate.py`). A continuous-batching engine is simulated: decodes first, then prefills
    in chunks up to the token budget, at most `max_num_seqs` sequences (the engine's own default on that GPU,
    `catalog/data/engine_limits.csv`, or `--max-num-seqs`), KV capacity from the memory fit, and preemption

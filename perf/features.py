@@ -90,15 +90,18 @@ class StepCost:
         if get_quant(quant).embeddings_quantized:
             emb_bytes *= get_quant(quant).bits_per_weight / 16
         rest = max(total - experts - emb_bytes, 0.0)  # the input embedding table is looked up, not streamed
-        self.dense_read_bytes = rest / attention_split
+        # Pipeline parallelism: the batch runs as pp micro-batches, one per stage at a time, so between two tokens of
+        # a sequence every stage reads its weights pp times (the whole model's weights, over the tensor-parallel
+        # GPUs), while the tokens' KV reads and FLOPs are spread over all tp x pp GPUs.
+        pp = shape.pipeline_parallel
+        self.dense_read_bytes = rest * pp / attention_split
         self.moe_layers = model.moe_layers or (model.layers if model.is_moe else 0)
         per_expert = experts / (model.experts * self.moe_layers) if model.is_moe and self.moe_layers else 0.0
-        self.expert_layer_bytes = self.moe_layers * per_expert / t  # per distinct expert routed to, all MoE layers
+        self.expert_layer_bytes = self.moe_layers * per_expert * pp / t  # per distinct expert routed to, all MoE layers
         self.experts, self.top_k = model.experts, max(model.experts_per_token, 1)
         layer_kv = kv_layer_bytes_per_token(model, kv_dtype)
         split_tp = max(shape.tensor_parallel // self.ranks, 1)
         share = kv_share_per_gpu(model, split_tp, shape.pipeline_parallel) if split_tp > 1 or not adp else 1.0
-        share *= shape.pipeline_parallel  # a step passes every stage: latency counts the whole model
         self.kv_full = model.full_attention_layers * layer_kv * share
         window_layers = model.layers - model.full_attention_layers
         self.kv_window = window_layers * layer_kv * share

@@ -204,3 +204,22 @@ def test_ttft_is_corrected_from_measured_ttft_not_from_the_step_time() -> None:
     for before, after in zip(fitted.levels, result.levels, strict=True):
         assert after.tpot_ms.p50 == pytest.approx(before.tpot_ms.p50, rel=0.02)
         assert after.ttft_ms.p50 == pytest.approx(before.ttft_ms.p50 * 2, rel=0.05)
+
+
+def test_pipeline_stages_cost_latency_at_one_user_and_gain_throughput_where_kv_dominates() -> None:
+    """Each stage reads its weights once per micro-batch, so one user waits for the whole model; the batch's KV and
+    FLOPs are spread over every stage, so a large batch of long contexts gains."""
+    base = {"gpu": "h100", "model": "llama3.1-70b", "engine": "vllm", "quant": "fp8", "input_tokens": 6000}
+    pipelined = estimate(PerfRequest(**base, tp=1, pp=2, concurrency=(1, 64)))
+    one_gpu_per_stage_weights = estimate(PerfRequest(**base, tp=2, concurrency=(1, 64)))
+    assert pipelined.layout.pp == 2 and pipelined.layout.gpus == 2
+    alone, crowd = pipelined.levels
+    tp_alone, tp_crowd = one_gpu_per_stage_weights.levels
+    assert alone.tpot_ms.p50 > 1.5 * tp_alone.tpot_ms.p50, "one user reads the whole model's weights on one GPU"
+    assert crowd.output_tok_s > 0.85 * tp_crowd.output_tok_s, "with many users the stages work in parallel"
+    from perf.accuracy import max_load
+    from perf.fitset import published_points
+
+    staged = [p for p in published_points() if p.concurrency is None and p.output_tok_s and (p.layout[1] or 1) > 1]
+    ratios = sorted(m.ratio for m in max_load(staged[::4]) if m.estimated_tok_s)
+    assert ratios and ratios[len(ratios) // 2] < 1.6, "TensorRT-LLM's pipeline-parallel tables, not fitted"
