@@ -85,22 +85,26 @@ def svg_plot(predictions: list[Prediction]) -> str:
 
 
 def handbook_line() -> str:
-    """The handbook's run, estimated with the published calibration and without it (held out)."""
+    """The handbook's run at its own release (calibrated by its published levels) and at the newest release."""
     request = PerfRequest(
         gpu="a800-40gb-sxm",
         model="qwen2.5-3b",
         engine="vllm",
+        engine_version="0.6.5",
         quant="bf16",
         input_tokens=_handbook_input_tokens(),
         output_tokens=128,
         concurrency=(1, 16),
     )
     calibrated = estimate(request)
-    c16 = calibrated.levels[-1]
+    newest = estimate(request.model_copy(update={"engine_version": ""}))
+    c16, n16 = calibrated.levels[-1], newest.levels[-1]
     return (
         f"- The handbook's run (A800 40GB, Qwen2.5-3B BF16, vLLM 0.6.5, concurrency 16; measured 588 tok/s and "
-        f"TPOT 24 ms): estimated {c16.output_tok_s:,.0f} tok/s and TPOT {c16.tpot_ms.p50:.1f} ms "
-        f"({calibrated.basis.kind}: {calibrated.basis.text})."
+        f"TPOT 24 ms): at vLLM 0.6.5, estimated {c16.output_tok_s:,.0f} tok/s and TPOT {c16.tpot_ms.p50:.1f} ms "
+        f"({calibrated.basis.text}). At the newest vLLM release with measured data ({newest.engine_version}) the "
+        f"estimate is {n16.output_tok_s:,.0f} tok/s and TPOT {n16.tpot_ms.p50:.1f} ms ({newest.basis.kind}): the "
+        f"handbook's release spent {c16.tpot_ms.p50 / n16.tpot_ms.p50:.1f}x as long per step."
     )
 
 
