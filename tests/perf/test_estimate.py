@@ -118,30 +118,12 @@ def test_published_maximum_throughputs_the_fit_never_saw_fall_mostly_inside_thei
 
 
 def test_max_is_the_engines_own_limit_not_256() -> None:
-    result = estimate(
-        PerfRequest(
-            gpu="b200",
-            gpus=8,
-            model="llama4-maverick",
-            engine="trtllm",
-            quant="fp8",
-            concurrency=(),
-            max_throughput=True,
-        )
+    request = PerfRequest(
+        gpu="b200", gpus=8, model="llama4-maverick", engine="trtllm", quant="fp8", concurrency=(), max_throughput=True
     )
+    result = estimate(request)
     assert result.max_num_seqs == 2048 and result.max_throughput_concurrency > 256
-    capped = estimate(
-        PerfRequest(
-            gpu="b200",
-            gpus=8,
-            model="llama4-maverick",
-            engine="trtllm",
-            quant="fp8",
-            concurrency=(),
-            max_throughput=True,
-            max_num_seqs=256,
-        )
-    )
+    capped = estimate(request.model_copy(update={"max_num_seqs": 256}))
     assert capped.max_throughput_concurrency == 256 and capped.max_output_tok_s < result.max_output_tok_s
 
 
