@@ -71,6 +71,14 @@ class LevelEstimate(BaseModel):
     meets_slo: bool
 
 
+def bands_text(bands: dict[str, "Band"], tr: Translate = identity) -> str:
+    """'tok/s 0.62–1.36×, TPOT 0.72–1.60×, TTFT 0.46–2.69×': the bands of the three figures, in the language of `tr`."""
+    ratio = {k: f"{b.low_ratio:.2f}–{b.high_ratio:.2f}×" for k, b in bands.items()}
+    return tr(N_("tok/s {tok_s}, TPOT {tpot}, TTFT {ttft}")).format(
+        tok_s=ratio["output_tok_s"], tpot=ratio["tpot_ms"], ttft=ratio["ttft_ms"]
+    )
+
+
 class Band(BaseModel):
     """Where the measured value fell relative to the estimate for held-out configurations like this one.
 
@@ -183,12 +191,8 @@ class Estimate(BaseModel):
     note_wordings: tuple[Wording, ...] = Field(default=(), exclude=True)  # perf's own notes, for other languages
 
     def bands_text(self, tr: Translate = identity) -> str:
-        """'tok/s 0.62–1.36×, TPOT 0.72–1.60×, TTFT 0.46–2.69×': the three bands, in the language of `tr`."""
-        bands = self.bands or {"output_tok_s": self.band, "tpot_ms": self.band, "ttft_ms": self.band}
-        ratio = {k: f"{b.low_ratio:.2f}–{b.high_ratio:.2f}×" for k, b in bands.items()}
-        return tr(N_("tok/s {tok_s}, TPOT {tpot}, TTFT {ttft}")).format(
-            tok_s=ratio["output_tok_s"], tpot=ratio["tpot_ms"], ttft=ratio["ttft_ms"]
-        )
+        """The three bands in the language of `tr` (see `bands_text`)."""
+        return bands_text(self.bands or {"output_tok_s": self.band, "tpot_ms": self.band, "ttft_ms": self.band}, tr)
 
     def worded_notes(self, tr: Translate = identity) -> tuple[str, ...]:
         """`notes` with perf's own in the language of `tr` (the advisor's warnings as they are)."""

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from catalog import GpuLookupError, engine_release, find_gpu, load_gpus
 from i18n import N_, Translate, identity
 from perf import ENGINE_FAMILIES, Band, Basis, Calibration, NoEstimateError, PerfError, PerfRequest, Slo
-from perf.result import Wording
+from perf.result import Wording, bands_text
 from selector import AdviceRequest, SelectorError, advise, gate, get_engine
 from selector.engines import find_engine
 from selector.inputs import MIN_CONTEXT_TOKENS
@@ -257,10 +257,7 @@ class RankedOption(BaseModel):
 
     def bands_text(self, tr: Translate = identity) -> str:
         """The three bands in the language of `tr`."""
-        ratio = {k: f"{b.low_ratio:.2f}–{b.high_ratio:.2f}×" for k, b in self.bands.items()}
-        return tr("tok/s {tok_s}, TPOT {tpot}, TTFT {ttft}").format(
-            tok_s=ratio["output_tok_s"], tpot=ratio["tpot_ms"], ttft=ratio["ttft_ms"]
-        )
+        return bands_text(self.bands, tr)
 
     def latency_ms(self, axis: LatencyAxis) -> float:
         return self.tpot_p50_ms if axis == LatencyAxis.TPOT else self.ttft_p50_ms
