@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Install the Debian packages the tests need (Chromium for Playwright, PostgreSQL for the shared-database tests).
+# Install the Debian packages the tests need (Chromium for Playwright, a CJK font so Chinese pages draw, PostgreSQL for the shared-database tests).
 set -euo pipefail
 packages=()
 [ -x /usr/bin/chromium ] || packages+=(chromium)
+compgen -G "/usr/share/fonts/opentype/noto/NotoSansCJK*" >/dev/null || packages+=(fonts-noto-cjk)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || packages+=(postgresql)
 if [ ${#packages[@]} -eq 0 ]; then
   exit 0
