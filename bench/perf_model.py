@@ -323,7 +323,9 @@ of the same configuration and release).
    reweighted least squares towards the smallest absolute relative errors, then scaled so the median error is
    zero (plain least squares on relative error ran about 10% fast). TTFT is read out of the simulated time to the
    first token with three fitted terms (a factor, a constant per request, a cost per 1,000 prompt tokens), fitted
-   the same way on measured mean TTFTs.
+   the same way on measured mean TTFTs. Only a TTFT measured at one user shows the constant alone; a family
+   without one (SGLang's public points are all busy) takes the pooled constant and fits the other two terms, where
+   its own fit had read queueing as a 0.38 s constant and put every small model at >= 0.4 s for one user.
 4. **Validation** (`perf/validate.py`, `perf/accuracy.py`). Each **source** (one publisher's measurements of one
    engine release) is held out in turn, the family refitted without it, and its points predicted. The band of an
    estimate is the 10th-90th percentile of measured / estimated over the held-out sources, per metric, for the

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from catalog import find_gpu
 from perf.bands import NEW_ARCH, POOLED_KEY, BandStats, metric_bands
 from perf.features import FEATURES
-from perf.fit import POOLED, TTFT_TERMS, Row, family_rows, fit_theta, fit_ttft
+from perf.fit import POOLED, TTFT_TERMS, Row, family_rows, fit_theta, readout
 from perf.fitset import Point, fitset_config, load_points
 from perf.pointfeatures import point_features
 from perf.validate import Prediction, by_architecture, by_group, by_source, leave_one_group_out, median_ape
@@ -111,7 +111,7 @@ def build(rows: Sequence[Row]) -> tuple[Coefficients, Validation]:
         theta = fit_theta(subset)
         families[family] = Family(
             theta=tuple(float(f"{v:.6g}") for v in theta),
-            ttft=tuple(float(f"{v:.6g}") for v in fit_ttft(subset, theta)),
+            ttft=tuple(float(f"{v:.6g}") for v in readout(subset, theta, rows)),
             points=len(subset),
             groups=len({r.point.group for r in subset}),
         )

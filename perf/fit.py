@@ -83,21 +83,40 @@ def ttft_terms(simulated_s: float, input_tokens: float) -> tuple[float, float, f
     return simulated_s, 1.0, input_tokens / 1000.0
 
 
-def fit_ttft(rows: Sequence[Row], theta: Sequence[float]) -> tuple[float, ...]:
+def idle_points(rows: Sequence[Row]) -> int:
+    """Points with a mean TTFT measured at concurrency 1: the only ones that show the readout's constant alone."""
+    return sum(1 for r in rows if r.point.ttft_ms and r.point.ttft_stat == "mean" and r.point.concurrency == 1)
+
+
+def fit_ttft(rows: Sequence[Row], theta: Sequence[float], constant_s: float | None = None) -> tuple[float, ...]:
     """The TTFT readout (TTFT_TERMS) fitted on the measured TTFTs of `rows` under theta.
 
     The simulated TTFT is a mean over the closed loop's requests; what it leaves out (the HTTP and tokenizer path
     before the first step, work per prompt token outside the step model) is the readout's constant and its
-    per-prompt-token term. Fitted like theta: absolute relative errors, median zero.
+    per-prompt-token term. Fitted like theta: absolute relative errors, median zero. With `constant_s` given, the
+    constant is held there and only the other two terms are fitted.
     """
-    a = [
-        np.asarray(ttft_terms(float(np.dot(theta, r.features.ttft)), r.point.input_tokens)) / (r.point.ttft_ms / 1e3)
-        for r in rows
-        if r.point.ttft_ms and r.point.ttft_stat == "mean"
-    ]
-    if not a:
+    measured = [r for r in rows if r.point.ttft_ms and r.point.ttft_stat == "mean"]
+    if not measured:
         return (1.0, 0.0, 0.0)
-    return tuple(float(v) for v in _median_unbiased(np.asarray(a), np.ones(len(a))))
+    terms = np.asarray([ttft_terms(float(np.dot(theta, r.features.ttft)), r.point.input_tokens) for r in measured])
+    ttft_s = np.asarray([(r.point.ttft_ms or 0.0) / 1e3 for r in measured])
+    if constant_s is None:
+        return tuple(float(v) for v in _median_unbiased(terms / ttft_s[:, None], np.ones(len(measured))))
+    scale, per_1k = _median_unbiased(terms[:, [0, 2]] / ttft_s[:, None], 1.0 - constant_s / ttft_s)
+    return float(scale), constant_s, float(per_1k)
+
+
+def readout(family_rows: Sequence[Row], theta: Sequence[float], pooled_rows: Sequence[Row]) -> tuple[float, ...]:
+    """A family's TTFT readout; its constant is the pooled one when the family has too few idle points to show it.
+
+    Busy points alone cannot tell a per-request constant from queueing the simulation underestimates: SGLang's
+    public points (none at concurrency 1) fitted a 0.38 s constant, so every small model read >= 0.4 s at one user.
+    """
+    if idle_points(family_rows) >= _fit_fact("ttft_constant_min_idle_points"):
+        return fit_ttft(family_rows, theta)
+    pooled = fit_ttft(pooled_rows, fit_theta(pooled_rows))
+    return fit_ttft(family_rows, theta, constant_s=pooled[1])
 
 
 def family_rows(rows: Sequence[Row], family: str) -> list[Row]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from catalog import find_gpu
-from perf.fit import POOLED, Row, fit_theta, fit_ttft, ttft_terms
+from perf.fit import POOLED, Row, fit_theta, readout, ttft_terms
 from perf.fitset import Point
 
 FitFn = Callable[[Sequence[Row]], tuple[float, ...]]
@@ -99,8 +99,8 @@ def leave_one_group_out(
         if not train:
             continue
         theta = fit(train)
-        readout = fit_ttft(train, theta)
-        out.extend(predict(theta, r, readout) for r in test)
+        ttft = readout(train, theta, [r for r in rows if unit(r.point) != group])
+        out.extend(predict(theta, r, ttft) for r in test)
     return out
 
 
