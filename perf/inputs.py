@@ -8,6 +8,7 @@ from catalog import engine_release, load_handbook
 from selector.engines import find_engine
 from selector.errors import SelectorError
 from selector.inputs import AdviceRequest
+from selector.models import CUSTOM_MODEL
 
 ENGINE_FAMILIES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
 """Engines with a step-time model; any other engine gets no estimate."""
@@ -121,3 +122,27 @@ class PerfRequest(BaseModel):
     def context_tokens(self) -> int:
         """Tokens one sequence holds at its end: the prompt and the answer."""
         return self.input_tokens + self.output_tokens
+
+
+def request_from_advice(
+    asked: AdviceRequest, engine: str, quant: str, *, engine_version: str | None = None, slo: Slo | None = None
+) -> PerfRequest:
+    """The estimate of what the advisor was asked, for one engine and quantization (the advised ones or others).
+
+    The asked GPU x count, model (a custom one as its fields describe it), input and output tokens (at least one
+    input token) and target concurrency; the asked engine release unless `engine_version` names another ('' for
+    an engine other than the asked one: its newest release with measured data); the handbook's SLO unless given.
+    """
+    return PerfRequest(
+        gpu=asked.gpu,
+        gpus=asked.gpus,
+        model=asked.model,
+        custom=asked if asked.model == CUSTOM_MODEL else None,
+        engine=engine,
+        engine_version=asked.engine_version if engine_version is None else engine_version,
+        quant=quant,
+        input_tokens=max(asked.in_tokens_per_request, 1),
+        output_tokens=asked.out_tokens_per_request,
+        concurrency=(asked.concurrency,),
+        slo=slo or Slo(),
+    )

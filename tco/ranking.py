@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog import GpuLookupError, engine_release, find_gpu, load_gpus
 from i18n import N_, Translate, identity
-from perf import ENGINE_FAMILIES, Band, Basis, Calibration, NoEstimateError, PerfError, PerfRequest, Slo
+from perf import ENGINE_FAMILIES, Band, Basis, Calibration, NoEstimateError, PerfError, Slo, request_from_advice
 from perf.result import Wording, bands_text
 from selector import AdviceRequest, SelectorError, advise, gate, get_engine
 from selector.engines import find_engine
@@ -380,18 +380,18 @@ def estimated(
     version: str = "",
 ) -> OperatingPoint | str:
     """The option's SLO operating point at the engine release (''= newest with data), or why perf gives none."""
-    request = PerfRequest(
+    asked = AdviceRequest(
         gpu=candidate.gpu,
         gpus=candidate.gpus,
         model=model,
         engine=candidate.engine,
         engine_version=version,
         quant=candidate.quant,
-        input_tokens=max(in_tokens, 1),
-        output_tokens=out_tokens,
-        concurrency=(1,),
-        slo=slo,
+        concurrency=1,  # the SLO search starts at one user
+        in_tokens_per_request=in_tokens,
+        out_tokens_per_request=out_tokens,
     )
+    request = request_from_advice(asked, candidate.engine, candidate.quant, slo=slo)
     try:
         return operating_point(request, calibrations)
     except NoEstimateError as exc:

@@ -205,3 +205,21 @@ def test_pipeline_stages_cost_latency_at_one_user_and_gain_throughput_where_kv_d
     staged = [p for p in published_points() if p.concurrency is None and p.output_tok_s and (p.layout[1] or 1) > 1]
     ratios = sorted(m.ratio for m in max_load(staged[::4]) if m.estimated_tok_s)
     assert ratios and ratios[len(ratios) // 2] < 1.6, "TensorRT-LLM's pipeline-parallel tables, not fitted"
+
+
+def test_a_request_from_advice_estimates_the_asked_deployment_and_a_custom_model() -> None:
+    from perf import Slo, request_from_advice
+    from selector import AdviceRequest
+
+    asked = AdviceRequest.model_validate(
+        {"model": "custom", "gpu": "H100", "gpus": 2, "concurrency": 16, "in_tokens": 0, "out_tokens": 300}
+    )
+    request = request_from_advice(asked, "vllm", "fp8", slo=Slo(tpot_p50_ms=20))
+    assert (request.gpu, request.gpus, request.engine, request.quant) == ("h100-80gb-sxm", 2, "vllm", "fp8")
+    assert request.input_tokens == 1 and request.output_tokens == 300, "an empty prompt is estimated as one token"
+    assert request.concurrency == (16,) and request.slo.tpot_p50_ms == 20 and request.custom == asked
+    result = estimate(request)
+    assert result.model_id == "custom" and result.layout.gpus == 2 and result.levels[0].concurrency == 16
+    pinned = asked.model_copy(update={"engine": "vllm", "engine_version": "0.6.5"})
+    assert request_from_advice(pinned, "vllm", "fp8").engine_version == "0.6.5"
+    assert request_from_advice(pinned, "sglang", "fp8", engine_version="").engine_version == ""
