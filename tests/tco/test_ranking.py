@@ -8,17 +8,10 @@ from catalog import find_gpu
 from selector import advise
 from tco import estimate
 from tco.compare_figures import FRONT_NAME, MISSES_NAME, cost_latency_figure, front_options
+from tco.compare_inputs import CompareInputs, LatencyAxis, RankBy
 from tco.inputs import TpsSource
-from tco.ranking import (
-    CompareInputs,
-    LatencyAxis,
-    RankBy,
-    Ranking,
-    candidates,
-    pareto_front,
-    rank,
-    reordered,
-)
+from tco.options import candidates
+from tco.ranking import Ranking, pareto_front, rank, reordered
 from tco.throughput import estimate_advice
 from ui.params import to_params, validate_params
 
