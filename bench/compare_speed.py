@@ -29,7 +29,8 @@ def _one(case: str) -> dict[str, object]:
     """Run one case in this process and return its figures."""
     start = time.perf_counter()
     sys.path.insert(0, str(ROOT))
-    from tco.ranking import CompareInputs, rank
+    from tco.compare_inputs import CompareInputs
+    from tco.ranking import rank
 
     imported = time.perf_counter() - start
     inputs = CompareInputs.model_validate(CASES[case])

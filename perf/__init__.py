@@ -2,7 +2,7 @@
 
 from perf.errors import NoEstimateError, PerfError
 from perf.estimate import estimate
-from perf.inputs import ENGINE_FAMILIES, PerfRequest, Slo
+from perf.inputs import ENGINE_FAMILIES, PerfRequest, Slo, request_from_advice
 from perf.result import Band, Basis, Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Percentiles
 
 __all__ = [
@@ -20,4 +20,5 @@ __all__ = [
     "PerfRequest",
     "Slo",
     "estimate",
+    "request_from_advice",
 ]

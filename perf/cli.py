@@ -1,8 +1,8 @@
 """The command line: `python -m perf --gpu H100 --model llama-3.1-8b --engine vllm --quant fp8 --json`.
 
-The flags are PerfRequest's fields, hyphenated (plus the SLO's three and `--calibrate-from`); every value is
-checked by the request model and a bad one is named with what is allowed. Exit codes: 0 an estimate was printed;
-2 bad input or no estimate for this engine or GPU (the message says which).
+The flags are PerfRequest's fields, generated from the model (perf/flags.py), plus `--calibrate-from` and `--json`;
+every value is checked by the request model and a bad one is named with what is allowed. Exit codes: 0 an estimate
+was printed; 2 bad input or no estimate for this engine or GPU (the message says which).
 `fit` refits the coefficients on the public fit set and rewrites perf/data/coefficients.json.
 """
 
@@ -17,86 +17,23 @@ from pydantic import ValidationError
 
 from perf.errors import PerfError
 from perf.estimate import estimate
-from perf.inputs import PerfRequest, Slo
+from perf.flags import CliError, add_flags, flag_of, request_fields
+from perf.inputs import PerfRequest
 from perf.result import Calibration, Estimate, MeasuredLevel
-from selector import AdviceRequest, SelectorError
-from selector.cli import read_config
-from selector.hfconfig import ConfigError
-from selector.models import CUSTOM_MODEL
 
 EXIT_OK, EXIT_NO_ESTIMATE = 0, 2
-_SPECIAL = {"concurrency", "max_throughput", "request_rates_rps", "slo", "kv_cache", "custom"}
-"""Fields whose flags are spelled by hand below: a list with 'max', a list of rates, the SLO's three, an alias,
-and the custom model (--config)."""
-_ALIASES = {"kv_cache": ("--kv-cache", "--kv-cache-dtype")}
-
-
-class CliError(ValueError):
-    """A flag's value that cannot be read (the message names the flag and what it takes)."""
-
-
-def _levels(text: str) -> tuple[tuple[int, ...], bool]:
-    """'1,10,50' -> levels; 'max' (alone or in the list) asks for the highest-throughput point."""
-    parts = [p.strip().lower() for p in text.split(",") if p.strip()]
-    bad = [p for p in parts if p != "max" and not p.isdigit()]
-    if bad:
-        raise CliError(
-            f"--concurrency: '{bad[0]}' is not a whole number; give levels like 1,10,50 and/or 'max' (1 to 65536)"
-        )
-    return tuple(int(p) for p in parts if p != "max"), "max" in parts
-
-
-def _rates(text: str) -> tuple[float, ...]:
-    out = []
-    for part in (p.strip() for p in text.split(",") if p.strip()):
-        try:
-            out.append(float(part))
-        except ValueError:
-            raise CliError(f"--request-rate: '{part}' is not a number; give requests/s like 1,2.5,8") from None
-    return tuple(out)
-
-
-def _flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The flags of the estimate: PerfRequest's fields, hyphenated; every value arrives as text for the model."""
-    slo = Slo()
+    """PerfRequest's flags (perf/flags.py), then the command's own: --calibrate-from and --json."""
     p = argparse.ArgumentParser(
         prog="python -m perf",
         description="Estimate TTFT, TPOT and throughput of one configuration without hardware (an estimate, "
         "with its bands and basis). `python -m perf fit` refits the coefficients.",
         allow_abbrev=False,
+        argument_default=argparse.SUPPRESS,  # only the flags given reach the model; it holds the defaults
     )
-    for name, info in PerfRequest.model_fields.items():
-        if name in _SPECIAL - {"kv_cache"}:
-            continue
-        kwargs: dict[str, Any] = {"dest": name, "help": info.description}
-        if info.annotation is bool:
-            kwargs["action"] = "store_true"
-        else:
-            kwargs["default"] = None
-            kwargs["metavar"] = name.upper()
-            if info.is_required() and name != "model":  # --config describes a model too
-                kwargs["required"] = True
-            elif info.default not in (None, ""):
-                kwargs["help"] = f"{info.description} (default: {info.default})"
-        p.add_argument(*_ALIASES.get(name, (_flag(name),)), **kwargs)
-    p.add_argument(
-        "--concurrency",
-        default="1,10,50,100",
-        help="closed-loop levels, comma-separated; 'max' = the highest-throughput point the engine's sequence limit "
-        "and the KV cache allow (default: 1,10,50,100)",
-    )
-    p.add_argument("--request-rate", default="", help="Poisson arrival rates in requests/s, comma-separated")
-    for name in Slo.model_fields:
-        p.add_argument(_flag(name), dest=name, default=None, help=f"SLO (default: {getattr(slo, name):g})")
-    p.add_argument(
-        "--config",
-        metavar="PATH",
-        help="a Hugging Face config.json: estimates a model outside the catalog (instead of --model)",
-    )
+    add_flags(p)
     p.add_argument(
         "--calibrate-from",
         metavar="RUN.json",
@@ -105,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a probe run of this same configuration, as written by `python -m probes ... --output RUN.json`: "
         "calibrates the estimate",
     )
-    p.add_argument("--json", action="store_true", help="print the estimate as JSON")
+    p.add_argument("--json", action="store_true", default=False, help="print the estimate as JSON")
     return p
 
 
@@ -174,9 +111,7 @@ def render(result: Estimate) -> str:
 
 def _message(error: Any) -> str:
     """A validation error in the CLI's words: the flag, the value and what is allowed (no library text or links)."""
-    loc = [str(p) for p in error["loc"] if str(p) != "slo"]
-    field = loc[0] if loc else ""
-    flag = {"request_rates_rps": "--request-rate", "kv_cache": "--kv-cache"}.get(field, _flag(field) if field else "")
+    flag = flag_of(tuple(str(p) for p in error["loc"]))
     ctx = error.get("ctx") or {}
     value = error.get("input")
     kind = error["type"]
@@ -201,36 +136,11 @@ def _message(error: Any) -> str:
     return f"{flag}: {what}" if flag else what
 
 
-def _custom(path: str) -> AdviceRequest:
-    """A config.json as the advisor's custom model (CliError names what the file lacks)."""
-    try:
-        parsed = read_config(path)
-    except (ConfigError, SelectorError) as exc:
-        raise CliError(f"--config: {exc}") from exc
-    return AdviceRequest.model_validate({**parsed.fields, "model": CUSTOM_MODEL})
-
-
 def _request(args: argparse.Namespace) -> PerfRequest:
-    if not (args.model or args.config):
+    given = {k: v for k, v in vars(args).items() if k not in {"calibrate_from", "json"}}
+    if not ({"model", "custom"} & given.keys()):
         raise CliError("--model: give a catalog model, or --config with a config.json for one outside the catalog")
-    levels, want_max = _levels(args.concurrency)
-    fields: dict[str, Any] = {
-        name: getattr(args, name)
-        for name in PerfRequest.model_fields
-        if name not in _SPECIAL and getattr(args, name, None) is not None
-    }
-    if args.kv_cache is not None:
-        fields["kv_cache"] = args.kv_cache
-    slo = {name: getattr(args, name) for name in Slo.model_fields if getattr(args, name) is not None}
-    if args.config:
-        fields |= {"model": CUSTOM_MODEL, "custom": _custom(args.config)}
-    return PerfRequest(
-        **fields,
-        concurrency=levels,
-        max_throughput=want_max,
-        request_rates_rps=_rates(args.request_rate),
-        slo=Slo(**slo),
-    )
+    return PerfRequest(**request_fields(given))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

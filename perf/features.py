@@ -15,7 +15,7 @@ The fitted step time is theta . features(step) with theta >= 0 per engine family
 
 import math
 from collections.abc import Callable
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,34 @@ Array = npt.NDArray[np.float64]
 Num = float | Array  # a feature's arguments: one step's floats, or one numpy column per argument over many steps
 
 ACTIVATION_BYTES = 2  # activations travel between GPUs in 16 bits
+
+
+class StepInputs(NamedTuple):
+    """What one engine step runs: one step's floats, or one numpy column per input over many steps.
+
+    `decode_ctx` sums the context of the decoding sequences; `prefill_pairs` sums, over the prefill chunks,
+    new tokens x (earlier context + half the chunk) (the causal attention pairs); `prefill_ctx` the context
+    the chunks attend to; `tokens_per_decode` the tokens a decode step computes per sequence (speculation).
+    """
+
+    decode_seqs: Num
+    decode_ctx: Num
+    prefill_tokens: Num = 0.0
+    prefill_pairs: Num = 0.0
+    prefill_ctx: Num = 0.0
+    prefill_seqs: Num = 0.0
+    tokens_per_decode: Num = 1.0
+
+
+STEP_INPUTS = StepInputs._fields
+"""The names of a step's inputs: the columns of a trace's step matrix, in this order."""
+
+
+def step_columns(rows: Array) -> StepInputs:
+    """Many steps' inputs, one row per step with a column per STEP_INPUTS name, as named columns."""
+    if rows.ndim != 2 or rows.shape[1] != len(STEP_INPUTS):
+        raise ValueError(f"a step matrix has one column per step input {STEP_INPUTS}, not shape {rows.shape}")
+    return StepInputs(**{name: rows[:, i] for i, name in enumerate(STEP_INPUTS)})
 
 
 class ReplicaShape(BaseModel):
@@ -140,48 +168,27 @@ class StepCost:
             return 0.0
         return self.experts * (1.0 - (1.0 - self.top_k / self.experts) ** tokens)
 
-    def features(
-        self,
-        decode_seqs: float,
-        decode_ctx: float,
-        prefill_tokens: float = 0.0,
-        prefill_pairs: float = 0.0,
-        prefill_ctx: float = 0.0,
-        prefill_seqs: float = 0.0,
-        tokens_per_decode: float = 1.0,
-    ) -> tuple[float, ...]:
-        """The feature vector of one step (see FEATURES), for the whole replica's batch.
+    def features(self, step: StepInputs) -> tuple[float, ...]:
+        """The feature vector of one step (see FEATURES), for the whole replica's batch."""
+        capped = step.decode_ctx  # the context windowed layers read: at most the window per sequence
+        if self.window and step.decode_seqs:
+            capped = step.decode_seqs * min(step.decode_ctx / step.decode_seqs, self.window)
+        return cast(tuple[float, ...], self._terms(step, capped=capped, high=max, low=min))
 
-        `decode_ctx` sums the context of the decoding sequences; `prefill_pairs` sums, over the prefill chunks,
-        new tokens x (earlier context + half the chunk) (the causal attention pairs); `prefill_ctx` the context
-        the chunks attend to.
-        """
-        capped = decode_ctx  # the context windowed layers read: at most the window per sequence
-        if self.window and decode_seqs:
-            capped = decode_seqs * min(decode_ctx / decode_seqs, self.window)
-        args = (decode_seqs, decode_ctx, prefill_tokens, prefill_pairs, prefill_ctx, prefill_seqs, tokens_per_decode)
-        return cast(tuple[float, ...], self._terms(*args, capped=capped, high=max, low=min))
-
-    def features_matrix(self, steps: Array) -> Array:
-        """features() of many steps at once: one row of features() arguments per step in, one feature row out."""
-        decode_seqs = steps[:, 0]
-        decode_ctx = steps[:, 1]
+    def features_matrix(self, steps: StepInputs) -> Array:
+        """features() of many steps at once: each input a column over the steps (step_columns), one row out a step."""
+        decode_seqs = np.asarray(steps.decode_seqs, dtype=np.float64)
+        decode_ctx = np.asarray(steps.decode_ctx, dtype=np.float64)
         capped = decode_ctx
         if self.window:
             per_seq = np.divide(decode_ctx, decode_seqs, out=np.zeros_like(decode_ctx), where=decode_seqs > 0)
             capped = np.where(decode_seqs > 0, decode_seqs * np.minimum(per_seq, self.window), decode_ctx)
-        terms = self._terms(*(steps[:, i] for i in range(7)), capped=capped, high=np.maximum, low=np.minimum)
+        terms = self._terms(steps, capped=capped, high=np.maximum, low=np.minimum)
         return np.column_stack([np.broadcast_to(t, decode_seqs.shape) for t in terms])
 
     def _terms(
         self,
-        decode_seqs: Num,
-        decode_ctx: Num,
-        prefill_tokens: Num,
-        prefill_pairs: Num,
-        prefill_ctx: Num,
-        prefill_seqs: Num,
-        tokens_per_decode: Num,
+        step: StepInputs,
         *,
         capped: Num,
         high: Callable[[Num, Num], Num],
@@ -189,6 +196,8 @@ class StepCost:
     ) -> tuple[Num, ...]:
         """The formula behind features() and features_matrix(), for a float or for numpy columns alike."""
         ranks = self.ranks
+        decode_seqs, decode_ctx, tokens_per_decode = step.decode_seqs, step.decode_ctx, step.tokens_per_decode
+        prefill_tokens, prefill_pairs, prefill_ctx = step.prefill_tokens, step.prefill_pairs, step.prefill_ctx
         tokens = decode_seqs * tokens_per_decode + prefill_tokens
         weights = self.dense_read_bytes + self.expert_layer_bytes * self.distinct_experts(tokens)
         kv_bytes = (self.kv_full * (decode_ctx + prefill_ctx) + self.kv_window * (capped + prefill_ctx)) / ranks
@@ -200,7 +209,7 @@ class StepCost:
         compute = compute + (self.attn_full * pairs + self.attn_window * window_pairs) * self.attn_s / ranks
         comm = tokens / ranks * self.comm_bytes_per_token * self.comm_s
         draft = self.draft_share * weights * self.mem_s
-        seqs = (decode_seqs + prefill_seqs) / ranks
+        seqs = (decode_seqs + step.prefill_seqs) / ranks
         roof = high(mem, compute) + draft
         return (
             roof,

@@ -8,6 +8,7 @@ from catalog import engine_release, load_handbook
 from selector.engines import find_engine
 from selector.errors import SelectorError
 from selector.inputs import AdviceRequest
+from selector.models import CUSTOM_MODEL
 
 ENGINE_FAMILIES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
 """Engines with a step-time model; any other engine gets no estimate."""
@@ -20,9 +21,9 @@ class Slo(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    ttft_p50_ms: float = Field(default=_SLO.ttft_p50_ms, gt=0)
-    ttft_p99_ms: float = Field(default=_SLO.ttft_p99_ms, gt=0)
-    tpot_p50_ms: float = Field(default=_SLO.tpot_p50_ms, gt=0)
+    ttft_p50_ms: float = Field(default=_SLO.ttft_p50_ms, gt=0, description="SLO: median time to first token, ms")
+    ttft_p99_ms: float = Field(default=_SLO.ttft_p99_ms, gt=0, description="SLO: p99 time to first token, ms")
+    tpot_p50_ms: float = Field(default=_SLO.tpot_p50_ms, gt=0, description="SLO: median time per output token, ms")
 
 
 class PerfRequest(BaseModel):
@@ -58,13 +59,21 @@ class PerfRequest(BaseModel):
     )
     input_tokens: int = Field(default=1000, ge=1, le=1_048_576, description="prompt tokens per request")
     output_tokens: int = Field(default=200, ge=1, le=1_048_576, description="generated tokens per request")
-    concurrency: tuple[int, ...] = (1, 10, 50, 100)
-    max_throughput: bool = False
-    request_rates_rps: tuple[float, ...] = ()
+    concurrency: tuple[int, ...] = Field(
+        default=(1, 10, 50, 100),
+        description="closed-loop levels, comma-separated; 'max' = the highest-throughput point the engine's sequence "
+        "limit and the KV cache allow",
+    )
+    max_throughput: bool = Field(
+        default=False, description="also the highest-throughput point (offline batch, no SLO): 'max' in concurrency"
+    )
+    request_rates_rps: tuple[float, ...] = Field(
+        default=(), description="Poisson arrival rates in requests/s, comma-separated"
+    )
     find_max_rate: bool = Field(default=False, description="also search the highest request rate within the SLO")
     prefix_cache_hit: float = Field(default=0.0, ge=0.0, lt=1.0, description="share of each prompt already cached")
     speculative_tokens: int = Field(default=0, ge=0, le=16, description="draft tokens per step (0 = off)")
-    acceptance_rate: float = Field(default=0.7, ge=0.0, le=1.0, description="speculative acceptance rate (0-1)")
+    acceptance_rate: float = Field(default=0.7, ge=0.0, le=1.0, description="speculative acceptance rate")
     draft: Literal["ngram", "model"] = Field(default="ngram", description="speculation's drafter: ngram or model")
     slo: Slo = Field(default_factory=Slo)
 
@@ -121,3 +130,27 @@ class PerfRequest(BaseModel):
     def context_tokens(self) -> int:
         """Tokens one sequence holds at its end: the prompt and the answer."""
         return self.input_tokens + self.output_tokens
+
+
+def request_from_advice(
+    asked: AdviceRequest, engine: str, quant: str, *, engine_version: str | None = None, slo: Slo | None = None
+) -> PerfRequest:
+    """The estimate of what the advisor was asked, for one engine and quantization (the advised ones or others).
+
+    The asked GPU x count, model (a custom one as its fields describe it), input and output tokens (at least one
+    input token) and target concurrency; the asked engine release unless `engine_version` names another ('' for
+    an engine other than the asked one: its newest release with measured data); the handbook's SLO unless given.
+    """
+    return PerfRequest(
+        gpu=asked.gpu,
+        gpus=asked.gpus,
+        model=asked.model,
+        custom=asked if asked.model == CUSTOM_MODEL else None,
+        engine=engine,
+        engine_version=asked.engine_version if engine_version is None else engine_version,
+        quant=quant,
+        input_tokens=max(asked.in_tokens_per_request, 1),
+        output_tokens=asked.out_tokens_per_request,
+        concurrency=(asked.concurrency,),
+        slo=slo or Slo(),
+    )

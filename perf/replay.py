@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from perf.features import STEP_INPUTS, step_columns
 from perf.simulate import Engine, Trace, Workload, traced_closed_loop
 
 Array = npt.NDArray[np.float64]
@@ -35,7 +36,8 @@ class Replayed:
 @dataclass(frozen=True)
 class _Stored:
     trace: Trace
-    steps: Array
+    steps: Array  # one row per step or jump, one column per STEP_INPUTS name
+    repeats: Array  # the steps each row stands for
     arrival_step: npt.NDArray[np.int64]
     first_step: npt.NDArray[np.int64]
     finish_step: npt.NDArray[np.int64]
@@ -66,7 +68,8 @@ def _record(engine: Engine, workload: Workload, concurrency: int, requests: int)
     reqs = outcome.requests
     return _Stored(
         trace=trace,
-        steps=np.asarray(trace.steps, dtype=np.float64).reshape(-1, 8),
+        steps=np.asarray(trace.steps, dtype=np.float64).reshape(-1, len(STEP_INPUTS)),
+        repeats=np.asarray(trace.repeats, dtype=np.float64),
         arrival_step=np.fromiter((r.arrival_step for r in reqs), np.int64, len(reqs)),
         first_step=np.fromiter((r.first_step for r in reqs), np.int64, len(reqs)),
         finish_step=np.fromiter((r.finish_step for r in reqs), np.int64, len(reqs)),
@@ -84,7 +87,8 @@ def replayed_closed_loop(engine: Engine, workload: Workload, concurrency: int, r
         while len(_traces) > MAX_TRACES:
             _traces.popitem(last=False)
     _traces.move_to_end(key)
-    step_s = engine.cost.features_matrix(stored.steps[:, :7]) @ np.asarray(engine.theta) * stored.steps[:, 7]
+    features = engine.cost.features_matrix(step_columns(stored.steps))
+    step_s = features @ np.asarray(engine.theta) * stored.repeats
     clock = np.concatenate(([0.0], np.cumsum(step_s)))
     return Replayed(
         arrival_s=clock[stored.arrival_step],

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from perf.errors import PerfError
-from perf.features import FEATURES, StepCost
+from perf.features import FEATURES, StepCost, StepInputs
 
 Vector = npt.NDArray[np.float64]
 
@@ -91,12 +91,14 @@ class Outcome:
 class Trace:
     """What a closed loop did, independent of how long a step takes (see perf/replay.py).
 
-    `steps` holds one row per step or decode jump: the arguments of StepCost.features and the number of steps.
+    `steps` holds one entry per step or decode jump: what it ran (StepInputs), and `repeats` how many steps it
+    stands for (a decode jump runs many alike).
     `need_tokens` is the most KV the run ever compared against the capacity: any capacity at least this large
     (or the capacity it ran with) gives the same schedule.
     """
 
-    steps: list[tuple[float, ...]]
+    steps: list[StepInputs]
+    repeats: list[float]
     need_tokens: float
     capacity_tokens: int
 
@@ -126,16 +128,18 @@ class _Sim:
         self.preemptions = 0
         self.done: list[Request] = []
         self.order = 0
-        self.trace: list[tuple[float, ...]] = []
+        self.trace: list[StepInputs] = []
+        self.repeats: list[float] = []
         self.need = 0.0
 
     # -- the clock ---------------------------------------------------------------------------------------------
-    def _advance(self, inputs: tuple[float, ...], steps: int = 1) -> None:
-        feats = self.e.cost.features(*inputs)
+    def _advance(self, inputs: StepInputs, steps: int = 1) -> None:
+        feats = self.e.cost.features(inputs)
         self.time += steps * sum(t * f for t, f in zip(self.theta_values, feats, strict=True))
         if self.collect:
             self.phi += steps * np.asarray(feats, dtype=np.float64)
-        self.trace.append((*inputs, float(steps)))
+        self.trace.append(inputs)
+        self.repeats.append(float(steps))
 
     def _needs(self, tokens: float) -> None:
         """The KV the scheduler is about to compare with the capacity (for Trace.need_tokens)."""
@@ -259,7 +263,17 @@ class _Sim:
             tokens += take
             pairs += take * (before + take / 2)
             pctx += before
-        self._advance((self.n_dec, self.ctx_dec, tokens, pairs, pctx, len(chunks), e.computed_per_step))
+        self._advance(
+            StepInputs(
+                decode_seqs=self.n_dec,
+                decode_ctx=self.ctx_dec,
+                prefill_tokens=tokens,
+                prefill_pairs=pairs,
+                prefill_ctx=pctx,
+                prefill_seqs=len(chunks),
+                tokens_per_decode=e.computed_per_step,
+            )
+        )
         if self.n_dec:
             self.step_no += 1
             grow = self.n_dec * e.accepted_per_step
@@ -294,12 +308,16 @@ class _Sim:
         k = max(1, min(k, room))
         cost = e.cost
         if next_arrival < math.inf and self.waiting == deque() and self._could_admit():
-            first = float(self.theta @ np.asarray(cost.features(self.n_dec, self.ctx_dec, 0, 0, 0, 0, 1.0)))
+            first = float(
+                self.theta @ np.asarray(cost.features(StepInputs(decode_seqs=self.n_dec, decode_ctx=self.ctx_dec)))
+            )
             last_ctx = self.ctx_dec + growth * (k - 1)
-            last = float(self.theta @ np.asarray(cost.features(self.n_dec, last_ctx, 0, 0, 0, 0, 1.0)))
+            last = float(
+                self.theta @ np.asarray(cost.features(StepInputs(decode_seqs=self.n_dec, decode_ctx=last_ctx)))
+            )
             k = min(k, _steps_to_reach(next_arrival - self.time, first, last, k))
         mid = self.ctx_dec + growth * (k - 1) / 2
-        self._advance((self.n_dec, mid, 0.0, 0.0, 0.0, 0.0, e.computed_per_step), k)
+        self._advance(StepInputs(decode_seqs=self.n_dec, decode_ctx=mid, tokens_per_decode=e.computed_per_step), k)
         self.step_no += k
         self.ctx_dec += growth * k
         self.used += growth * k
@@ -357,7 +375,8 @@ def traced_closed_loop(
                 sim.waiting.append(sim.new_request(issued, sim.time))
                 issued += 1
     outcome = Outcome(requests=sim.done, preemptions=sim.preemptions, span_s=sim.time, theta=engine.theta)
-    return outcome, Trace(steps=sim.trace, need_tokens=sim.need, capacity_tokens=engine.kv_capacity_tokens)
+    trace = Trace(steps=sim.trace, repeats=sim.repeats, need_tokens=sim.need, capacity_tokens=engine.kv_capacity_tokens)
+    return outcome, trace
 
 
 def poisson(engine: Engine, workload: Workload, rate_rps: float, requests: int, seed: int) -> Outcome:

@@ -3,8 +3,10 @@
 import plotly.graph_objects as go
 
 from i18n import N_, Language, Translate, identity
+from tco.compare_inputs import LatencyAxis
 from tco.money import format_money
-from tco.ranking import LatencyAxis, RankedOption, Ranking, pareto_front
+from tco.options import RankedOption
+from tco.ranking import Ranking, pareto_front
 
 _MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
 _AXIS_TITLE = {LatencyAxis.TPOT: N_("TPOT p50 (ms, estimate)"), LatencyAxis.TTFT: N_("TTFT p50 (ms, estimate)")}

@@ -75,9 +75,8 @@ def prefix_caching_throughput_factor(prompt_reuse: float, prefill_time_share: fl
 def _lever_specs(inputs: TcoInputs, tr: Translate = identity) -> list[tuple[str, str, bool, float, float, str, str]]:
     """(key, label, enabled, throughput factor, price factor, effect, source) in the handbook's order."""
     levers = load_handbook().levers
-    spec = speculative_throughput_factor(
-        inputs.acceptance_pct / 100, inputs.speculative_tokens, inputs.break_even_acceptance_pct / 100
-    )
+    accept, even = inputs.acceptance_pct / 100, inputs.break_even_acceptance_pct / 100
+    spec = speculative_throughput_factor(accept, inputs.speculative_tokens, even)
     prefix = prefix_caching_throughput_factor(inputs.prompt_reuse_pct / 100, inputs.prefill_time_pct / 100)
     return [
         (

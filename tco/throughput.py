@@ -5,8 +5,18 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from i18n import Translate, identity
-from perf import ENGINE_FAMILIES, Calibration, Estimate, LevelEstimate, PerfError, PerfRequest, Slo, estimate
-from selector import AUTO, CUSTOM_MODEL, Advice, advise, get_engine
+from perf import (
+    ENGINE_FAMILIES,
+    Calibration,
+    Estimate,
+    LevelEstimate,
+    PerfError,
+    PerfRequest,
+    Slo,
+    estimate,
+    request_from_advice,
+)
+from selector import AUTO, Advice, advise, get_engine
 from tco.inputs import CUSTOM_GPU, TcoInputs
 
 SIGNIFICANT_DIGITS = 4  # the throughput a link carries: 1235 tok/s, 12.35 tok/s
@@ -159,21 +169,8 @@ def estimate_advice(
     if engine not in ENGINE_FAMILIES:
         return base.model_copy(update={"missing": f"no estimate for {base.engine_name}"})
     try:
-        point = operating_point(
-            PerfRequest(
-                gpu=advice.gpu_id,
-                gpus=request.gpus,
-                model=advice.model_id,
-                engine=engine,
-                engine_version="" if runner_up else request.engine_version,  # a release names the chosen engine
-                quant=quant,
-                input_tokens=max(in_tokens, 1),
-                output_tokens=out_tokens,
-                concurrency=(request.concurrency,),
-                custom=request if request.model == CUSTOM_MODEL else None,
-            ),
-            calibrations,
-        )
+        version = "" if runner_up else None  # the asked release names the chosen engine
+        point = operating_point(request_from_advice(request, engine, quant, engine_version=version), calibrations)
     except PerfError as exc:
         return base.model_copy(update={"missing": f"no estimate for {base.engine_name}: {exc}"})
     return base.model_copy(update={"point": point, "at_target": level_at(point.estimate, request.concurrency)})

@@ -12,7 +12,7 @@ from probes.form import ProbeForm, RunsView
 from probes.options import CliOptions, allowed_text, default_text, flag_of
 from selector import AdviceRequest
 from tco import TcoInputs
-from tco.ranking import CompareInputs
+from tco.compare_inputs import CompareInputs
 from tests.support import ROOT
 from ui.params import aliases, field_alias, format_value
 

@@ -14,19 +14,10 @@ from perf.coefficients import newest_release
 from selector import get_engine, load_models
 from tco import convert, format_money
 from tco.compare_figures import cost_latency_figure
+from tco.compare_inputs import GPU_COUNTS, PRICE_SEPARATOR, CompareInputs, LatencyAxis, RankBy
 from tco.money import Currency
-from tco.ranking import (
-    GPU_COUNTS,
-    PRICE_SEPARATOR,
-    CompareInputs,
-    LatencyAxis,
-    RankBy,
-    RankedOption,
-    Ranking,
-    rank,
-    reason_text,
-    reordered,
-)
+from tco.options import RankedOption, reason_text
+from tco.ranking import Ranking, rank, reordered
 from ui.calibration import stored_calibrations
 from ui.errors import guarded, show_errors
 from ui.first_paint import after_headline, stopped_at_headline

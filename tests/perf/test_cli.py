@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from perf.cli import main
+from perf.cli import _request, build_parser, main
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -262,3 +262,55 @@ def test_a_model_outside_the_catalog_is_estimated_from_its_config_json(capsys: p
     assert code == 2 and "--model: give a catalog model, or --config" in err
     code, _, err = run(capsys, "--config", "/nonexistent/config.json", "--gpu", "h100", "--engine", "vllm")
     assert code == 2 and "--config: cannot read" in err
+
+
+def _help_of(flag: str, help_text: str) -> str:
+    """The help of one flag in --help's text (its lines up to the next flag)."""
+    import re
+
+    match = re.search(rf"^  {re.escape(flag)}\b(.*?)(?=^  -|\Z)", help_text, re.S | re.M)
+    assert match, f"{flag} is not in --help"
+    return " ".join(match.group(1).split())
+
+
+def test_each_request_field_has_exactly_one_flag_and_help_shows_one_spelling() -> None:
+    from perf.flags import flags
+    from perf.inputs import PerfRequest
+
+    fields = [
+        f"{name}.{sub}" if name == "slo" else name
+        for name, info in PerfRequest.model_fields.items()
+        for sub in (info.annotation.model_fields if name == "slo" else [""])  # type: ignore[union-attr]
+    ]
+    setting = {field: [f.names[0] for f in flags() if field in f.fields] for field in fields}
+    assert {field: len(names) for field, names in setting.items()} == dict.fromkeys(fields, 1), setting
+    assert setting["max_throughput"] == ["--concurrency"] and setting["custom"] == ["--config"]
+    help_text = build_parser().format_help()
+    assert "--kv-cache-dtype KV_CACHE_DTYPE" in help_text and "--kv-cache " not in help_text, "one spelling shown"
+
+
+def test_help_defaults_are_the_request_models_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    from perf.flags import flags
+    from perf.inputs import PerfRequest
+
+    help_text = build_parser().format_help()
+    required = ["--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm"]
+    bare = PerfRequest(gpu="h100", model="llama3.1-8b", engine="vllm")
+    assert _request(build_parser().parse_args(required)) == bare, "a flag not given is the model's default"
+    shown = 0
+    for flag in flags():
+        stated = re.search(r"\(default: ([^;)]+)[;)]", _help_of(flag.names[0], help_text))
+        outer, _, inner = flag.field.partition(".")
+        model_default = getattr(getattr(bare, outer), inner) if inner else getattr(bare, outer)
+        if stated is None:  # no default to state: required, a switch, or none
+            assert flag.info.is_required() or model_default in (None, "", ()) or isinstance(model_default, bool)
+            continue
+        if model_default in (None, ""):  # unset: the description words what is used (the advisor's, ...)
+            continue
+        shown += 1
+        parsed = _request(build_parser().parse_args([*required, flag.names[0], stated.group(1)]))
+        got = getattr(getattr(parsed, outer), inner) if inner else getattr(parsed, outer)
+        assert got == model_default, f"{flag.names[0]}: --help says {stated.group(1)}, the model {model_default}"
+    assert shown >= 12

@@ -212,3 +212,21 @@ def test_one_user_on_a_small_model_gets_the_first_token_within_the_handbook_slo(
     """SGLang's public points are all busy; its readout once put every one-user TTFT at >= 0.4 s and off /compare."""
     level = estimate(PerfRequest(gpu="h100", model="llama3.1-8b", engine=engine, concurrency=(1,))).levels[0]
     assert level.ttft_ms.p50 < Slo().ttft_p50_ms
+
+
+def test_a_request_from_advice_estimates_the_asked_deployment_and_a_custom_model() -> None:
+    from perf import request_from_advice
+    from selector import AdviceRequest
+
+    asked = AdviceRequest.model_validate(
+        {"model": "custom", "gpu": "H100", "gpus": 2, "concurrency": 16, "in_tokens": 0, "out_tokens": 300}
+    )
+    request = request_from_advice(asked, "vllm", "fp8", slo=Slo(tpot_p50_ms=20))
+    assert (request.gpu, request.gpus, request.engine, request.quant) == ("h100-80gb-sxm", 2, "vllm", "fp8")
+    assert request.input_tokens == 1 and request.output_tokens == 300, "an empty prompt is estimated as one token"
+    assert request.concurrency == (16,) and request.slo.tpot_p50_ms == 20 and request.custom == asked
+    result = estimate(request)
+    assert result.model_id == "custom" and result.layout.gpus == 2 and result.levels[0].concurrency == 16
+    pinned = asked.model_copy(update={"engine": "vllm", "engine_version": "0.6.5"})
+    assert request_from_advice(pinned, "vllm", "fp8").engine_version == "0.6.5"
+    assert request_from_advice(pinned, "sglang", "fp8", engine_version="").engine_version == ""

@@ -7,9 +7,9 @@ import pytest
 
 from catalog import find_gpu
 from perf.coefficients import theta_for
-from perf.features import ReplicaShape, StepCost
+from perf.features import STEP_INPUTS, ReplicaShape, StepCost, StepInputs, step_columns
 from perf.replay import replayed_closed_loop
-from perf.simulate import Engine, Workload, closed_loop
+from perf.simulate import Engine, Workload, closed_loop, traced_closed_loop
 from selector import find_model
 
 THETA = theta_for("vllm")[0]
@@ -59,21 +59,46 @@ def test_a_cache_small_enough_to_change_the_schedule_is_simulated_not_replayed()
     assert got.span_s == pytest.approx(span, rel=1e-9)
 
 
+def _drawn_steps(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Random steps, one column per step input by name (a new input must be drawn here before anything runs)."""
+    draws = {
+        "decode_seqs": rng.integers(0, 300, n),
+        "decode_ctx": rng.uniform(0, 5e5, n),
+        "prefill_tokens": rng.integers(0, 8192, n),
+        "prefill_pairs": rng.uniform(0, 1e7, n),
+        "prefill_ctx": rng.uniform(0, 1e4, n),
+        "prefill_seqs": rng.integers(0, 8, n),
+        "tokens_per_decode": rng.choice([1.0, 4.0], n),
+    }
+    assert tuple(draws) == STEP_INPUTS, "a step input was added or renamed: draw it here"
+    return {name: column.astype(float) for name, column in draws.items()}
+
+
 def test_the_feature_matrix_is_features_row_by_row() -> None:
     rng = np.random.default_rng(3)
     for model in ("gemma-3-27b", "deepseek-v3", "llama3.1-8b"):
         cost = StepCost(find_model(model), find_gpu("h200"), "fp8", "auto", ReplicaShape(tensor_parallel=8))
-        rows = np.column_stack(
-            [
-                rng.integers(0, 300, 50),
-                rng.uniform(0, 5e5, 50),
-                rng.integers(0, 8192, 50),
-                rng.uniform(0, 1e7, 50),
-                rng.uniform(0, 1e4, 50),
-                rng.integers(0, 8, 50),
-                rng.choice([1.0, 4.0], 50),
-            ]
-        ).astype(float)
-        matrix = cost.features_matrix(rows)
-        for row, got in zip(rows, matrix, strict=True):
-            assert got == pytest.approx(np.array(cost.features(*row)), rel=1e-12, abs=1e-300)
+        columns = _drawn_steps(rng, 50)
+        matrix = cost.features_matrix(StepInputs(**columns))
+        for i, got in enumerate(matrix):
+            step = StepInputs(**{name: float(column[i]) for name, column in columns.items()})
+            assert got == pytest.approx(np.array(cost.features(step)), rel=1e-12, abs=1e-300)
+
+
+def test_every_step_input_changes_a_feature_and_a_trace_keeps_every_one_by_name() -> None:
+    """A step input the formula ignores, or that a trace drops or reorders, would replay another schedule's cost."""
+    cost = StepCost(find_model("llama3.1-8b"), find_gpu("h100"), "bf16", "auto", ReplicaShape())
+    base = StepInputs(
+        decode_seqs=8, decode_ctx=8000, prefill_tokens=512, prefill_pairs=3e5, prefill_ctx=100, prefill_seqs=1
+    )
+    for name in STEP_INPUTS:
+        moved = base._replace(**{name: getattr(base, name) * 2 + 1})
+        assert cost.features(moved) != cost.features(base), f"step input {name} changes no feature"
+    _, trace = traced_closed_loop(engine("h100"), Workload(3000, 50), 24, 53)
+    rows = np.asarray(trace.steps, dtype=np.float64)
+    assert rows.shape == (len(trace.repeats), len(STEP_INPUTS))
+    named = step_columns(rows)
+    for name in STEP_INPUTS:
+        assert list(getattr(named, name)) == [getattr(step, name) for step in trace.steps]
+    with pytest.raises(ValueError, match="one column per step input"):
+        step_columns(rows[:, :-1])

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from catalog import find_gpu
-from perf.features import FEATURES, ReplicaShape, StepCost
+from perf.features import FEATURES, ReplicaShape, StepCost, StepInputs
 from perf.simulate import Engine, Workload, closed_loop, poisson
 from selector import find_model
 
@@ -19,15 +19,16 @@ def engine(max_seqs: int = 64, budget: int = 8192, capacity: int = 10**7) -> Eng
     return Engine(cost=cost, theta=theta, max_seqs=max_seqs, budget_tokens=budget, kv_capacity_tokens=capacity)
 
 
-def step_s(e: Engine, *features: float) -> float:
-    return sum(t * f for t, f in zip(e.theta, e.cost.features(*features), strict=True))
+def step_s(e: Engine, decode_seqs: float, decode_ctx: float, **prefill: float) -> float:
+    step = StepInputs(decode_seqs=decode_seqs, decode_ctx=decode_ctx, **prefill)
+    return sum(t * f for t, f in zip(e.theta, e.cost.features(step), strict=True))
 
 
 def test_one_request_ttft_is_its_prefill_time() -> None:
     e = engine()
     outcome = closed_loop(e, Workload(1000, 50), 1, 1)
     [r] = outcome.requests
-    prefill = step_s(e, 0, 0, 1000, 1000 * 500, 0, 1)
+    prefill = step_s(e, 0, 0, prefill_tokens=1000, prefill_pairs=1000 * 500, prefill_seqs=1)
     assert r.first - r.arrival == pytest.approx(prefill, rel=1e-9)
 
 
@@ -35,7 +36,10 @@ def test_a_long_prompt_is_prefilled_in_budget_sized_chunks() -> None:
     e = engine(budget=512)
     [r] = closed_loop(e, Workload(1200, 2), 1, 1).requests
     chunks = [(0, 512), (512, 512), (1024, 176)]
-    expected = sum(step_s(e, 0, 0, n, n * (before + n / 2), before, 1) for before, n in chunks)
+    expected = sum(
+        step_s(e, 0, 0, prefill_tokens=n, prefill_pairs=n * (before + n / 2), prefill_ctx=before, prefill_seqs=1)
+        for before, n in chunks
+    )
     assert r.first - r.arrival == pytest.approx(expected, rel=1e-9)
 
 

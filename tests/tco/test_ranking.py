@@ -5,19 +5,14 @@ import pytest
 from pydantic import ValidationError
 
 from catalog import find_gpu
+from selector import advise
 from tco import estimate
 from tco.compare_figures import FRONT_NAME, MISSES_NAME, cost_latency_figure, front_options
+from tco.compare_inputs import CompareInputs, LatencyAxis, RankBy
 from tco.inputs import TpsSource
-from tco.ranking import (
-    CompareInputs,
-    LatencyAxis,
-    RankBy,
-    Ranking,
-    candidates,
-    pareto_front,
-    rank,
-    reordered,
-)
+from tco.options import candidates
+from tco.ranking import Ranking, pareto_front, rank, reordered
+from tco.throughput import estimate_advice
 from ui.params import to_params, validate_params
 
 # Small enough to estimate in a few seconds, large enough to hold every kind of refusal.
@@ -93,6 +88,16 @@ def test_each_option_costs_what_its_cost_page_link_shows(ranking: Ranking) -> No
             option.engine,
             option.quant,
         )
+
+
+def test_an_option_and_the_advice_it_links_to_estimate_the_same_throughput(ranking: Ranking) -> None:
+    """/compare's option and the /selector page its link opens ask perf for the same deployment."""
+    for option in (ranking.options[0], ranking.options[-1]):
+        chosen = estimate_advice(advise(option.advice_request))
+        assert chosen.point is not None, chosen.missing
+        assert chosen.point.output_tok_s == option.output_tok_s
+        assert chosen.point.concurrency == option.concurrency
+        assert chosen.point.estimate.bands == option.bands
 
 
 def test_price_overrides_replace_the_catalog_price() -> None:

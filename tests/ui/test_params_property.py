@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from probes.form import ProbeForm, RunsView
 from selector import AdviceRequest, advise
 from tco import TcoInputs, estimate
-from tco.ranking import CompareInputs
+from tco.compare_inputs import CompareInputs
 from ui.params import aliases, field_label, to_params, validate_params
 
 TCO_PARAMS = sorted(aliases(TcoInputs).values())

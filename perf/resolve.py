@@ -1,0 +1,211 @@
+"""What a configuration resolves to before it is simulated: the advice, the layout, the limits and the release."""
+
+from dataclasses import dataclass
+
+from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu
+from i18n import N_
+from perf.coefficients import family_for, load_coefficients, newest_release
+from perf.errors import PerfError
+from perf.features import ReplicaShape
+from perf.hardware import model_facts
+from perf.inputs import PerfRequest
+from perf.replica import kv_capacity_tokens, replica_engine
+from perf.result import Wording
+from perf.simulate import Engine, Workload
+from selector import Advice, AdviceRequest, SelectorError, advise, find_model
+from selector.memory import split_objections
+from selector.models import CUSTOM_MODEL, ModelSpec
+
+
+def copy_gpus(request: PerfRequest) -> int:
+    """GPUs of one copy: --gpus, or tp x pp x dp when the layout is given (they must agree when both are)."""
+    if not request.layout_given:
+        return request.gpus
+    if request.gpus not in (1, request.layout_gpus):
+        raise PerfError(
+            f"gpus: --tp {request.tp or 1} x --pp {request.pp or 1} x --dp {request.dp or 1} is "
+            f"{request.layout_gpus} GPUs, but --gpus says {request.gpus}; give one or make them agree"
+        )
+    return request.layout_gpus
+
+
+def _advice(request: PerfRequest, concurrency: int) -> Advice:
+    try:
+        gpu = find_gpu(request.gpu)
+    except GpuLookupError as exc:
+        raise PerfError(f"gpu: {exc}") from exc
+    asked = {
+        "gpu": gpu.id,
+        "gpus": copy_gpus(request),
+        "engine": request.engine,
+        "quant": request.quant,
+        "context": max(request.context_tokens, 256),
+        "concurrency": min(concurrency, 4096),
+    }
+    if request.custom is not None:  # a model outside the catalog, as the advisor's custom fields describe it
+        advice_request = request.custom.model_copy(update={"model": CUSTOM_MODEL, **asked})
+    else:
+        try:
+            model = find_model(request.model)
+        except SelectorError as exc:
+            raise PerfError(f"model: {exc}") from exc
+        advice_request = AdviceRequest(model=model.id, **asked)
+    try:
+        advice = advise(advice_request)
+    except (SelectorError, ValueError) as exc:
+        raise PerfError(str(exc)) from exc
+    model = advice.model
+    if advice.engine != request.engine:
+        raise PerfError(f"engine: {request.engine} does not run on {gpu.name} (the advisor: {advice.switch_when})")
+    if request.quant != "auto" and advice.quantization != request.quant:
+        raise PerfError(
+            f"quant: {request.quant} is not available for {model.name} with {advice.engine_name} on {gpu.name}; "
+            f"the advisor would use {advice.quantization}"
+        )
+    return advice
+
+
+def _shape(request: PerfRequest, advice: Advice) -> ReplicaShape:
+    """The layout estimated: as given (--tp, --pp, --ep, --dp) and checked as the engines would, else the advisor's."""
+    memory = advice.memory
+    if not request.layout_given:
+        return ReplicaShape(
+            tensor_parallel=memory.tensor_parallel,
+            pipeline_parallel=memory.pipeline_parallel,
+            attention_data_parallel=memory.attention_data_parallel,
+            expert_parallel=memory.expert_parallel,
+        )
+    model = advice.model
+    tp, pp, dp, ep = request.tp or 1, request.pp or 1, request.dp or 1, request.ep or 1
+    if ep > 1 and not model.is_moe:
+        raise PerfError(f"ep: {model.name} has no experts; expert parallelism needs a mixture-of-experts model")
+    if ep > tp * dp:
+        raise PerfError(f"ep: {ep} expert-parallel GPUs is more than the tp x dp = {tp * dp} GPUs of a stage")
+    problems = split_objections(model, advice.quantization, tp, expert_parallel=ep > 1, attention_data_parallel=False)
+    if problems:
+        raise PerfError("tp: the engines refuse " + f"--tp {tp}: " + "; ".join(p.worded() for p in problems))
+    if pp > model.layers:
+        raise PerfError(f"pp: {model.layers} layers cannot fill {pp} pipeline stages")
+    return ReplicaShape(
+        tensor_parallel=tp * dp,
+        pipeline_parallel=pp,
+        attention_data_parallel=dp > 1,
+        expert_parallel=ep > 1,
+        dp_ranks=dp if dp > 1 else 0,
+    )
+
+
+def _speculation(request: PerfRequest, model: ModelSpec) -> tuple[float, float, float]:
+    """Accepted tokens per step, computed tokens per sequence per step and the draft's share of a step's reads."""
+    k, alpha = request.speculative_tokens, request.acceptance_rate
+    if not k:
+        return 1.0, 1.0, 0.0
+    accepted = float(k + 1) if alpha >= 1 else (1 - alpha ** (k + 1)) / (1 - alpha)
+    share = 0.0
+    if request.draft == "model" and model.draft_model:
+        share = k * find_model(model.draft_model).params / model.params
+    return accepted, float(k + 1), share
+
+
+@dataclass(frozen=True)
+class Release:
+    """The engine release estimated, and why its estimate is an extrapolation (empty when measured data backs it)."""
+
+    version: str
+    gaps: tuple[Wording, ...]
+
+
+def _release(request: PerfRequest, gpu: Gpu) -> Release:
+    """--engine-version or the newest release with data; what the measured data lacks for this engine and GPU."""
+    coefficients = load_coefficients()
+    releases = coefficients.releases.get(request.engine, {})
+    version = request.engine_version or newest_release(request.engine) or ""
+    gaps: list[Wording] = []
+    if not releases:
+        gaps.append(Wording(template=N_("no measured data of {engine} at all"), values=(("engine", request.engine),)))
+    elif version and version not in releases:
+        gaps.append(
+            Wording(
+                template=N_("no measured data of {engine} {version}"),
+                values=(("engine", request.engine), ("version", version)),
+            )
+        )
+    if releases and gpu.vendor not in coefficients.vendors.get(request.engine, []):
+        gaps.append(
+            Wording(
+                template=N_("no measured data of {engine} on {vendor} GPUs"),
+                values=(("engine", request.engine), ("vendor", gpu.vendor)),
+            )
+        )
+    return Release(version=version or "unversioned", gaps=tuple(gaps))
+
+
+def _max_seqs(request: PerfRequest, gpu: Gpu) -> int:
+    """--max-num-seqs, else the engine's own default on this GPU (catalog/data/engine_limits.csv)."""
+    if request.max_num_seqs:
+        return request.max_num_seqs
+    limit = default_max_num_seqs(request.engine, gpu)
+    return limit.max_num_seqs if limit else int(str(model_facts()["fit"]["default_max_num_seqs"]))
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything a level's simulation needs, resolved once: advice, layout, limits, engine and workload."""
+
+    advice: Advice
+    gpu: Gpu
+    shape: ReplicaShape
+    kv_dtype: str
+    capacity: int
+    max_seqs: int
+    base: Engine
+    workload: Workload
+    family: str
+    release: Release
+
+
+def resolve(request: PerfRequest) -> Setup:
+    """The advice, layout, KV capacity, sequence limit, engine, workload and release of a configuration."""
+    advice = _advice(request, max(request.concurrency, default=1))
+    gpu, model = find_gpu(advice.gpu_id), advice.model
+    if not advice.memory.fits and not request.layout_given:
+        raise PerfError(f"gpus: {model.name} does not fit {request.gpus}x {gpu.name} in {advice.quantization}")
+    shape = _shape(request, advice)
+    kv_dtype = advice.kv_cache_dtype if request.kv_cache == "auto" else request.kv_cache
+    family, family_name = family_for(request.engine)
+    accepted, computed, draft_share = _speculation(request, model)
+    capacity = kv_capacity_tokens(model, gpu, advice.quantization, kv_dtype, shape, request.context_tokens)
+    if capacity <= 0:
+        raise PerfError(f"gpus: {model.name} does not fit {shape.gpus}x {gpu.name} in {advice.quantization}")
+    max_seqs = _max_seqs(request, gpu)
+    base = replica_engine(
+        model,
+        gpu,
+        quant=advice.quantization,
+        kv_dtype=kv_dtype,
+        shape=shape,
+        theta=family.theta,
+        max_seqs=max_seqs,
+        budget_tokens=advice.max_num_batched_tokens,
+        context=request.context_tokens,
+        accepted_per_step=accepted,
+        computed_per_step=computed,
+        draft_share=draft_share,
+        kv_capacity=capacity,
+        ttft_readout=family.ttft,
+    )
+    workload = Workload(
+        request.input_tokens, request.output_tokens, cached_tokens=int(request.input_tokens * request.prefix_cache_hit)
+    )
+    return Setup(
+        advice=advice,
+        gpu=gpu,
+        shape=shape,
+        kv_dtype=kv_dtype,
+        capacity=capacity,
+        max_seqs=max_seqs,
+        base=base,
+        workload=workload,
+        family=family_name,
+        release=_release(request, gpu),
+    )
