@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from catalog.models import CUSTOM_MODEL
 from perf.errors import PerfError
 from perf.estimate import estimate
 from perf.inputs import PerfRequest, Slo
@@ -22,7 +23,6 @@ from perf.result import Calibration, Estimate, MeasuredLevel
 from selector import AdviceRequest, SelectorError
 from selector.cli import read_config
 from selector.hfconfig import ConfigError
-from selector.models import CUSTOM_MODEL
 
 EXIT_OK, EXIT_NO_ESTIMATE = 0, 2
 _SPECIAL = {"concurrency", "max_throughput", "request_rates_rps", "slo", "kv_cache", "custom"}

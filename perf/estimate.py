@@ -4,7 +4,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu
+from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu, find_model
+from catalog.models import CUSTOM_MODEL, ModelSpec
 from i18n import N_
 from perf.basis import band_and_basis
 from perf.calibrate import Correction, correction
@@ -19,9 +20,8 @@ from perf.replica import kv_capacity_tokens, replica_engine
 from perf.result import Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Wording
 from perf.simulate import Engine, Workload
 from perf.vouch import near_shape, vouched
-from selector import Advice, AdviceRequest, SelectorError, advise, find_model
+from selector import Advice, AdviceRequest, SelectorError, advise
 from selector.memory import split_objections
-from selector.models import CUSTOM_MODEL, ModelSpec
 
 
 def _engine_name(engine: str) -> str:

@@ -5,7 +5,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from catalog import engine_release, load_handbook
-from selector.engines import find_engine
+from catalog.engines import find_engine
 from selector.errors import SelectorError
 from selector.inputs import AdviceRequest
 

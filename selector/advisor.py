@@ -7,16 +7,17 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from catalog import Gpu, find_gpu, load_gpus, load_handbook
+from catalog.engines import ServingEngine, get_engine, gpu_platform
+from catalog.kvcache import eight_bit_kv
+from catalog.models import CUSTOM_MODEL, ModelSpec, find_model
+from catalog.quantization import AUTO, get_quant, sm_name, weights_gb
 from i18n import DEFAULT_LANGUAGE, Language, Translate, identity, translate
 from selector.custom import custom_model
-from selector.engines import ServingEngine, get_engine, gpu_platform
 from selector.errors import SelectorError
+from selector.gates import Gate, gate
 from selector.inputs import MIN_CONTEXT_TOKENS, AdviceRequest
-from selector.kvcache import eight_bit_kv
 from selector.launch import LaunchCommand, Plan, launch_command
 from selector.memory import MemoryFit, Policy, fit, memory_pressure, min_gpus, min_nodes
-from selector.models import CUSTOM_MODEL, ModelSpec, find_model
-from selector.quantization import AUTO, Gate, gate, get_quant, sm_name, weights_gb
 from selector.rules import Explained, Rule, load_rules, matching, render
 from selector.speculative import Speculative, decide_speculative
 

@@ -14,13 +14,13 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from catalog import GpuLookupError
+from catalog.models import CUSTOM_MODEL, NativeFormat
 from i18n import Translate, identity
 from selector.advisor import Advice, advise
 from selector.errors import SelectorError
 from selector.hfconfig import ConfigError, ParsedConfig, parse_config
 from selector.inputs import AdviceRequest
 from selector.memory import MemoryFit
-from selector.models import CUSTOM_MODEL, NativeFormat
 
 CHOICES: dict[str, list[str]] = {
     "workload": ["chat", "rag", "agent", "code", "batch"],

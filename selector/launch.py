@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from catalog.engines import ServingEngine, load_engines
+from catalog.models import ModelSpec
+from catalog.quantization import BYTES_PER_GB, get_quant
 from i18n import DEFAULT_LANGUAGE, Language, translate
-from selector.engines import ServingEngine, load_engines
-from selector.models import ModelSpec
-from selector.quantization import BYTES_PER_GB, get_quant
 from selector.speculative import Speculative
 
 CONTINUATION = " \\\n  "

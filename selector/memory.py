@@ -7,10 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from catalog import Gpu
+from catalog.kvcache import kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_share_per_gpu
+from catalog.models import ModelSpec
+from catalog.quantization import BYTES_PER_GB, expert_weights_bytes, get_quant, weights_bytes
 from i18n import N_, Translate, identity
-from selector.kvcache import kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_share_per_gpu
-from selector.models import ModelSpec
-from selector.quantization import BYTES_PER_GB, expert_weights_bytes, get_quant, weights_bytes
 from selector.rules import load_rules
 
 SplitKind = Literal["tensor", "layer"]

@@ -13,14 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from catalog import GpuLookupError, engine_release, find_gpu, load_gpus
+from catalog import GpuLookupError, engine_release, find_gpu, get_engine, load_gpus
+from catalog.engines import find_engine
+from catalog.quantization import get_quant
 from i18n import N_, Translate, identity
 from perf import ENGINE_FAMILIES, Band, Basis, Calibration, NoEstimateError, PerfError, PerfRequest, Slo
 from perf.result import Wording, bands_text
-from selector import AdviceRequest, SelectorError, advise, gate, get_engine
-from selector.engines import find_engine
+from selector import AdviceRequest, SelectorError, advise, gate
 from selector.inputs import MIN_CONTEXT_TOKENS
-from selector.quantization import get_quant
 from selector.rules import load_rules
 from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs, TpsSource, catalog_price, known_model, shared_field

@@ -4,9 +4,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from catalog import AUTO, CUSTOM_MODEL, get_engine
 from i18n import Translate, identity
 from perf import ENGINE_FAMILIES, Calibration, Estimate, LevelEstimate, PerfError, PerfRequest, Slo, estimate
-from selector import AUTO, CUSTOM_MODEL, Advice, advise, get_engine
+from selector import Advice, advise
 from tco.inputs import CUSTOM_GPU, TcoInputs
 
 SIGNIFICANT_DIGITS = 4  # the throughput a link carries: 1235 tok/s, 12.35 tok/s

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import selector.advisor
-from catalog import Gpu, find_gpu, load_gpus
-from selector import Advice, AdviceRequest, advise, gate, load_engines, load_quant_methods, load_rules
+from catalog import Gpu, find_gpu, load_engines, load_gpus, load_quant_methods
+from selector import Advice, AdviceRequest, advise, gate, load_rules
 from selector.inputs import Deploy, Ecosystem, Priority, Workload, YesNo
 from tests.support import ROOT
 

@@ -1,16 +1,16 @@
 """The engine catalog: status, hardware, quantization, caching, speculation and server facts, with sources."""
 
-import csv
 from functools import cache
 from pathlib import Path
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from catalog import Gpu
+from catalog.errors import UnknownEngineError
+from catalog.gpus import Gpu
 from catalog.matching import match_names
+from catalog.tables import blank_as, load_table, split_list, yes_no
 from i18n import DEFAULT_LANGUAGE, Language
-from selector.errors import UnknownEngineError
 
 ENGINES_CSV = Path(__file__).parent / "data" / "engines.csv"
 
@@ -29,12 +29,8 @@ WordedColumn = Literal[
 WORDED_COLUMNS: tuple[WordedColumn, ...] = get_args(WordedColumn)
 
 
-def _split(value: object) -> object:
-    return tuple(a.strip() for a in value.split(";") if a.strip()) if isinstance(value, str) else value
-
-
 class ServingEngine(BaseModel):
-    """An inference engine: one row of selector/data/engines.csv (not a database engine).
+    """An inference engine: one row of catalog/data/engines.csv (not a database engine).
 
     The columns in WORDED_COLUMNS are prose; each has a `<column>_zh` twin that `text` reads for the page in Chinese.
     """
@@ -96,17 +92,17 @@ class ServingEngine(BaseModel):
     )
     @classmethod
     def _split_lists(cls, value: object) -> object:
-        return _split(value)
+        return split_list(value)
 
     @field_validator("launchable", "fp8_weight_only", "multi_node", mode="before")
     @classmethod
     def _yes_no(cls, value: object) -> object:
-        return value == "yes" if isinstance(value, str) else value
+        return yes_no(value)
 
     @field_validator("max_slots_advised", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
-        return None if value == "" else value
+        return blank_as(value, None)
 
     def text(self, column: WordedColumn, language: Language = DEFAULT_LANGUAGE) -> str:
         """A worded column in the language: its `_zh` twin for Chinese when the catalog has one, else the English.
@@ -140,8 +136,7 @@ def gpu_platform(gpu: Gpu) -> Platform:
 @cache
 def load_engines() -> tuple[ServingEngine, ...]:
     """Every engine, in file order."""
-    with ENGINES_CSV.open(newline="", encoding="utf-8") as handle:
-        return tuple(ServingEngine.model_validate(row) for row in csv.DictReader(handle))
+    return load_table(ENGINES_CSV, ServingEngine)
 
 
 def get_engine(engine_id: str) -> ServingEngine:
