@@ -147,7 +147,7 @@ def get_engine(engine_id: str) -> ServingEngine:
 def find_engine(name: str) -> ServingEngine:
     """Look an engine up forgivingly ('trtllm', 'TensorRT-LLM', 'vllm')."""
     engines = {e.id: e for e in load_engines()}
-    found, candidates = match_names(name, {e.id: (e.id, e.name, *e.aliases) for e in engines.values()})
+    found, candidates = match_names(name, {e.id: (e.id, e.name, *e.aliases) for e in engines.values()}, kind="engine")
     if found is None:
         raise UnknownEngineError(name, candidates, list(engines))
     return engines[found]

@@ -132,7 +132,7 @@ def load_gpus() -> tuple[Gpu, ...]:
 def find_gpu(name: str) -> Gpu:
     """Look a GPU up by id, name or alias, forgivingly ('A800', 'a800-40gb', 'NVIDIA A800 40GB')."""
     gpus = {g.id: g for g in load_gpus()}
-    found, candidates = match_names(name, {g.id: (g.id, g.name, *g.aliases) for g in gpus.values()})
+    found, candidates = match_names(name, {g.id: (g.id, g.name, *g.aliases) for g in gpus.values()}, kind="GPU")
     if found is None:
         raise GpuLookupError(name, candidates, list(gpus))
     return gpus[found]

@@ -189,7 +189,9 @@ def load_models() -> tuple[ModelSpec, ...]:
 def find_model(name: str) -> ModelSpec:
     """Look a preset up by id, name, HF repo or alias, forgivingly ('qwen2.5-7b', 'Qwen/Qwen2.5-7B-Instruct')."""
     models = {m.id: m for m in load_models()}
-    found, candidates = match_names(name, {m.id: (m.id, m.name, m.hf_repo, *m.aliases) for m in models.values()})
+    found, candidates = match_names(
+        name, {m.id: (m.id, m.name, m.hf_repo, *m.aliases) for m in models.values()}, kind="model"
+    )
     if found is None:
         raise UnknownModelError(name, candidates, [*models, CUSTOM_MODEL])
     return models[found]

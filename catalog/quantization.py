@@ -64,7 +64,7 @@ def find_quant(name: str) -> QuantMethod:
     methods = {q.id: q for q in load_quant_methods()}
     extra = {"w8a8-int8": ("smoothquant", "int8", "w8a8"), "gguf-q4_k_m": ("gguf", "q4_k_m"), "nf4": ("qlora",)}
     keys = {q.id: (q.id, q.name, *extra.get(q.id, ())) for q in methods.values()}
-    found, candidates = match_names(name, keys)
+    found, candidates = match_names(name, keys, kind="quantization")
     if found is None:
         raise UnknownQuantizationError(name, candidates, [AUTO, *methods])
     return methods[found]

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from catalog.matching import forgiven_matches, forgiven_notes
 from catalog.models import CUSTOM_MODEL
 from perf.errors import PerfError
 from perf.estimate import estimate
@@ -28,7 +29,7 @@ EXIT_OK, EXIT_NO_ESTIMATE = 0, 2
 _SPECIAL = {"concurrency", "max_throughput", "request_rates_rps", "slo", "kv_cache", "custom"}
 """Fields whose flags are spelled by hand below: a list with 'max', a list of rates, the SLO's three, an alias,
 and the custom model (--config)."""
-_ALIASES = {"kv_cache": ("--kv-cache", "--kv-cache-dtype")}
+_ALIASES = {"kv_cache": ("--kv-cache-dtype", "--kv-cache")}  # the first is listed in --help, the others accepted
 
 
 class CliError(ValueError):
@@ -82,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
                 kwargs["required"] = True
             elif info.default not in (None, ""):
                 kwargs["help"] = f"{info.description} (default: {info.default})"
-        p.add_argument(*_ALIASES.get(name, (_flag(name),)), **kwargs)
+        shown, *hidden = _ALIASES.get(name, (_flag(name),))
+        p.add_argument(shown, **kwargs)
+        for flag in hidden:
+            p.add_argument(flag, **{**kwargs, "help": argparse.SUPPRESS})
     p.add_argument(
         "--concurrency",
         default="1,10,50,100",
@@ -242,8 +246,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return refit(args_list[1:])
     args = build_parser().parse_args(args_list)
     try:
-        request = _request(args)
-        result = estimate(request)
+        with forgiven_matches() as forgiven:  # the estimate resolves the names: it notes the forgiving ones
+            request = _request(args)
+            result = estimate(request)
+        for note in forgiven_notes(forgiven):
+            print(note, file=sys.stderr)
         if args.calibrate_from:  # the files measured this configuration: name it as the estimate resolved it
             calibrations = [_calibration(path, request, result) for path in args.calibrate_from]
             result = estimate(request, calibrations)
