@@ -13,6 +13,7 @@ from catalog.tables import blank_as, load_table, split_list, yes_no
 from i18n import DEFAULT_LANGUAGE, Language
 
 ENGINES_CSV = Path(__file__).parent / "data" / "engines.csv"
+ENGINE_SOURCES_CSV = Path(__file__).parent / "data" / "engine_sources.csv"
 
 Platform = Literal["nvidia", "amd", "apple", "cpu", "intel"]
 # The catalog's worded columns: each has a `<column>_zh` twin in engines.csv, the same fact in Simplified Chinese.
@@ -27,6 +28,27 @@ WordedColumn = Literal[
     "today_vs_handbook",
 ]
 WORDED_COLUMNS: tuple[WordedColumn, ...] = get_args(WordedColumn)
+# What a decision about an engine may cite it for; "all" rows of engine_sources.csv back every topic.
+SourceTopic = Literal[
+    "all", "hardware", "quantization", "prefix_caching", "chunked_prefill", "speculative", "parallelism", "kv_offload"
+]
+
+
+class EngineSource(BaseModel):
+    """One row of catalog/data/engine_sources.csv: where one engine's facts on one topic come from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine: str
+    topic: SourceTopic | Literal["server"]
+    source: str
+    checked: str
+
+
+@cache
+def load_engine_sources() -> tuple[EngineSource, ...]:
+    """Every engine's sources by topic, in file order."""
+    return load_table(ENGINE_SOURCES_CSV, EngineSource)
 
 
 class ServingEngine(BaseModel):
@@ -113,6 +135,11 @@ class ServingEngine(BaseModel):
         if language == DEFAULT_LANGUAGE:
             return english
         return str(getattr(self, f"{column}_{language}", "") or english)
+
+    def source_for(self, topic: SourceTopic) -> str:
+        """The sources of the engine's facts on one topic (its general ones first), not the whole row's list."""
+        rows = [row for row in load_engine_sources() if row.engine == self.id and row.topic in {"all", topic}]
+        return "; ".join(row.source for row in rows) or self.source
 
     def runs_on_gpu(self, gpu: Gpu) -> bool:
         """Whether the engine supports this GPU's platform."""

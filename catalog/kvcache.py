@@ -22,6 +22,7 @@ class KvDtype(BaseModel):
     name: str
     bytes_per_value: float
     source: str
+    checked: str = ""  # when the row was last written from its sources
 
 
 @cache

@@ -80,6 +80,7 @@ class ModelSpec(BaseModel):
     eagle_repo: str = ""
     source: str = ""
     checkpoints_source: str = ""
+    checked: str = ""  # when the row was last written from its sources
 
     @field_validator("aliases", mode="before")
     @classmethod

@@ -36,6 +36,7 @@ class QuantMethod(BaseModel):
     older_arch_fallback: str
     quality_note: str
     source: str
+    checked: str = ""  # when the row was last written from its sources
 
     @field_validator("vendors", mode="before")
     @classmethod

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from catalog import Gpu, find_gpu, load_gpus, load_handbook
-from catalog.engines import ServingEngine, get_engine, gpu_platform
+from catalog.engines import ServingEngine, SourceTopic, get_engine, gpu_platform
 from catalog.kvcache import eight_bit_kv
 from catalog.models import CUSTOM_MODEL, ModelSpec, find_model
 from catalog.quantization import AUTO, get_quant, sm_name, weights_gb
@@ -165,14 +165,16 @@ def _yn(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def _engine_values(engine: ServingEngine, language: Language = DEFAULT_LANGUAGE) -> dict[str, object]:
-    """What a statement about an engine may name: {engine}, {engine_source} and the catalog's wording.
+def _engine_values(
+    engine: ServingEngine, topic: SourceTopic, language: Language = DEFAULT_LANGUAGE
+) -> dict[str, object]:
+    """What a statement about an engine may name: {engine}, {engine_source} (its sources on `topic`), its wording.
 
     The wording is in the language (engines.csv's `_zh` twins for Chinese); the source stays as cited.
     """
     return {
         "engine": engine.name,
-        "engine_source": engine.source,
+        "engine_source": engine.source_for(topic),
         "hardware": engine.text("hardware", language),
         "formats": engine.text("quant_formats", language),
         "engine_prefix_caching": engine.text("prefix_caching", language),
@@ -319,7 +321,7 @@ class _Advisor:
                 "hardware gate",
                 f"not {engine.name}",
                 self.book.engine_hardware_gate,
-                {**facts, **_engine_values(engine, self.language), "row": rule.id},
+                {**facts, **_engine_values(engine, "hardware", self.language), "row": rule.id},
                 shown=self.tr("not {name}").format(name=engine.name),
             )
         if tree_rule is None:  # every catalog GPU runs vLLM or llama.cpp, so the catch-all rows always apply
@@ -349,7 +351,7 @@ class _Advisor:
                 runner = engine if engine.id != pinned.id else get_engine(tree_rule.runner_up)
                 values = {
                     **facts,
-                    **_engine_values(pinned, self.language),
+                    **_engine_values(pinned, "hardware", self.language),
                     "rule_engine": engine.name,
                     "rule_reason": tree_rule.reason_for(facts, self.language),
                 }
@@ -391,7 +393,7 @@ class _Advisor:
             "gpu": gpu.name,
             "sm": sm_name(gpu),
             "engine": engine.name,
-            "engine_source": engine.source,
+            "engine_source": engine.source_for("quantization"),
             "method": method.name,
             "method_source": method.source,
             "model": self.model.name,
@@ -474,7 +476,12 @@ class _Advisor:
                 )
                 continue
             if choice not in engine.quant_methods:
-                values = {**facts, **_engine_values(engine, self.language), "row": rule.id, "method": method.name}
+                values = {
+                    **facts,
+                    **_engine_values(engine, "quantization", self.language),
+                    "row": rule.id,
+                    "method": method.name,
+                }
                 self.decide(
                     "engine gate",
                     f"not {method.name}",
@@ -496,7 +503,7 @@ class _Advisor:
             )
             return choice
         fallback = engine.quant_methods[0]
-        values = {**facts, **_engine_values(engine, self.language), "method": get_quant(fallback).name}
+        values = {**facts, **_engine_values(engine, "quantization", self.language), "method": get_quant(fallback).name}
         self.decide("quantization", fallback, self.book.quantization_engine_only, values)
         return fallback
 
@@ -858,7 +865,7 @@ class _Advisor:
         peaks, off = self.book.kv_offload_peaks, self.book.kv_offload_off
         values = {
             **self.facts(),
-            **_engine_values(engine, self.language),
+            **_engine_values(engine, "kv_offload", self.language),
             **result.model_dump(),
             "max_overflow": peaks.max_overflow,
         }
@@ -1034,7 +1041,7 @@ class _Advisor:
     def _caching_decisions(self, engine: ServingEngine) -> None:
         values = {
             **self.facts(),
-            **_engine_values(engine, self.language),
+            **_engine_values(engine, "prefix_caching", self.language),
             "prompt_reuse_share": load_handbook().levers.prefix_caching.prompt_reuse_share,
         }
         if engine.prefix_caching_default == "on":
@@ -1062,7 +1069,7 @@ class _Advisor:
             "chunked_prefill",
             engine.chunked_prefill,
             chunked,
-            values,
+            {**values, **_engine_values(engine, "chunked_prefill", self.language)},
             handbook=chunked.handbook_for(engine.id),
             shown=engine.text("chunked_prefill", self.language),
         )

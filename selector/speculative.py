@@ -75,7 +75,7 @@ def decide_speculative(
             "rule_reason": rule.reason_for(values, language),
             "rule_source": rule.source,
             "engine_speculation": engine.text("speculative_decoding", language),
-            "engine_source": engine.source,
+            "engine_source": engine.source_for("speculative"),
         }
         return Speculative(
             enabled=False,
