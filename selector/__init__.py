@@ -1,6 +1,8 @@
 """The engine and quantization advisor: rules as data over the catalog's GPUs, models and engines, no Streamlit."""
 
-from selector.advisor import Advice, Decision, advise, gpu_class
+from selector.advice import Advice, Decision
+from selector.advisor import advise
+from selector.context import gpu_class
 from selector.errors import SelectorError
 from selector.figures import memory_fit_figure
 from selector.gates import Gate, gate

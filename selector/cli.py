@@ -17,7 +17,8 @@ from catalog import GpuLookupError
 from catalog.matching import forgiven_matches, forgiven_notes
 from catalog.models import CUSTOM_MODEL, NativeFormat
 from i18n import Translate, identity
-from selector.advisor import Advice, advise
+from selector.advice import Advice
+from selector.advisor import advise
 from selector.errors import SelectorError
 from selector.hfconfig import ConfigError, ParsedConfig, parse_config
 from selector.inputs import AdviceRequest
