@@ -620,7 +620,7 @@ def _engines_table(advice: Advice) -> None:
         }
         for e in load_engines()
     ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="catalog.engines")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="selector.engines")
 
 
 def _nearest_names() -> None:
