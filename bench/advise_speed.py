@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from catalog import load_gpus  # noqa: E402
-from selector import AdviceRequest, SelectorError, advise, load_models  # noqa: E402
+from catalog import load_gpus, load_models  # noqa: E402
+from selector import AdviceRequest, SelectorError, advise  # noqa: E402
 
 GPU_COUNTS = (1, 2, 4, 8)
 PRIORITIES = ("latency", "throughput", "cost")

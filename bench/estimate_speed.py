@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from catalog import load_models  # noqa: E402
 from perf import ENGINE_FAMILIES, PerfError, PerfRequest, estimate  # noqa: E402
 from perf.estimate import _estimate  # noqa: E402
-from selector import load_models  # noqa: E402
 
 GPUS = ("h100", "a100", "l40s", "rtx 4090", "h20", "mi300x")
 COUNTS = (1, 2, 4, 8)

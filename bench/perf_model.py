@@ -109,8 +109,7 @@ def handbook_line() -> str:
 
 
 def _handbook_input_tokens() -> int:
-    from catalog import find_gpu
-    from selector import find_model
+    from catalog import find_gpu, find_model
 
     points = _matching_published(find_gpu("a800-40gb-sxm"), find_model("qwen2.5-3b"), "vllm", "bf16", 1)
     return points[0].input_tokens if points else 64

@@ -1,12 +1,12 @@
 """Each engine's default limit on sequences in flight per GPU kind, with the source line that sets it."""
 
-import csv
 from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog.gpus import Gpu
+from catalog.tables import load_table
 
 ENGINE_LIMITS_CSV = Path(__file__).parent / "data" / "engine_limits.csv"
 
@@ -42,8 +42,7 @@ class EngineLimit(BaseModel):
 @cache
 def load_engine_limits() -> tuple[EngineLimit, ...]:
     """Every row of catalog/data/engine_limits.csv, in file order."""
-    with ENGINE_LIMITS_CSV.open(newline="", encoding="utf-8") as handle:
-        return tuple(EngineLimit.model_validate(row) for row in csv.DictReader(handle))
+    return load_table(ENGINE_LIMITS_CSV, EngineLimit)
 
 
 def default_max_num_seqs(engine: str, gpu: Gpu) -> EngineLimit | None:

@@ -18,14 +18,15 @@ Conventions of catalog/data/gpus.csv:
   domain, with the convention spelled out) and ``price_source`` / ``price_date``.
 """
 
-import csv
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from catalog.errors import GpuLookupError
 from catalog.matching import match_names
+from catalog.tables import blank_as, load_table, split_list, yes_no
 
 GPU_CSV = Path(__file__).parent / "data" / "gpus.csv"
 
@@ -33,26 +34,6 @@ GpuKind = Literal["datacenter", "consumer", "apple", "cpu"]
 Interconnect = Literal[
     "NVLink 2", "NVLink 3", "NVLink 4", "NVLink 5", "Infinity Fabric", "PCIe Gen3", "PCIe Gen4", "PCIe Gen5", "none"
 ]
-
-
-class GpuLookupError(ValueError):
-    """A GPU name that matches no catalog entry, or several."""
-
-    def __init__(self, query: str, candidates: list[str]) -> None:
-        self.query = query
-        self.candidates = candidates
-        if candidates:
-            hint = "did you mean: " + ", ".join(candidates) + "?"
-        else:
-            hint = "known GPUs: " + ", ".join(g.id for g in load_gpus())
-        kind = "is ambiguous" if len(candidates) > 1 and _all_close(query, candidates) else "is not in the catalog"
-        super().__init__(f"GPU '{query}' {kind}; {hint}")
-
-
-def _all_close(query: str, candidates: list[str]) -> bool:
-    from catalog.matching import normalize
-
-    return all(normalize(query) in normalize(c) for c in candidates)
 
 
 class Gpu(BaseModel):
@@ -104,17 +85,17 @@ class Gpu(BaseModel):
     )
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
-        return None if value == "" else value
+        return blank_as(value, None)
 
     @field_validator("aliases", mode="before")
     @classmethod
     def _split_aliases(cls, value: object) -> object:
-        return tuple(a.strip() for a in value.split(";") if a.strip()) if isinstance(value, str) else value
+        return split_list(value)
 
     @field_validator("native_fp8", "native_fp4", "marlin_kernels", mode="before")
     @classmethod
     def _yes_no(cls, value: object) -> object:
-        return value == "yes" if isinstance(value, str) else value
+        return yes_no(value)
 
     @model_validator(mode="after")
     def _link_is_consistent(self) -> "Gpu":
@@ -145,14 +126,13 @@ class Gpu(BaseModel):
 @cache
 def load_gpus() -> tuple[Gpu, ...]:
     """Every GPU in the catalog, in file order."""
-    with GPU_CSV.open(newline="", encoding="utf-8") as handle:
-        return tuple(Gpu.model_validate(row) for row in csv.DictReader(handle))
+    return load_table(GPU_CSV, Gpu)
 
 
 def find_gpu(name: str) -> Gpu:
     """Look a GPU up by id, name or alias, forgivingly ('A800', 'a800-40gb', 'NVIDIA A800 40GB')."""
     gpus = {g.id: g for g in load_gpus()}
-    found, candidates = match_names(name, {g.id: (g.id, g.name, *g.aliases) for g in gpus.values()})
+    found, candidates = match_names(name, {g.id: (g.id, g.name, *g.aliases) for g in gpus.values()}, kind="GPU")
     if found is None:
-        raise GpuLookupError(name, candidates)
+        raise GpuLookupError(name, candidates, list(gpus))
     return gpus[found]

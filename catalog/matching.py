@@ -8,7 +8,10 @@ else is at most a suggestion, ranked by similarity: 'y' is not 'QLoRA NF4 (bitsa
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import lru_cache
 
 _NOISE_WORDS = ("nvidia", "amd", "apple", "geforce", "instinct", "tesla")
@@ -69,11 +72,59 @@ def ranked(query: str, keys: Mapping[str, Sequence[str]]) -> list[tuple[str, flo
     return sorted(scores, key=lambda pair: (-pair[1], order[pair[0]]))
 
 
-def match_names(query: str, keys: Mapping[str, Sequence[str]]) -> tuple[str | None, list[str]]:
+@dataclass(frozen=True)
+class ForgivenMatch:
+    """A query that named an entry only forgivingly (a prefix or a piece of one of its names, not the name itself)."""
+
+    kind: str  # what was looked up: "GPU", "model", "engine", "quantization"
+    query: str
+    name: str  # the entry's name as the catalog writes it
+
+    def note(self, flag: str) -> str:
+        """The line a command line prints for it: note: --model 'lama3.1-70b' matched 'Llama-3.1-70B-Instruct'."""
+        return f"note: {flag} '{self.query}' matched '{self.name}'"
+
+
+# The flag that names each kind of entry on the command lines, for the notes of forgiving matches.
+LOOKUP_FLAGS: Mapping[str, str] = {"GPU": "--gpu", "model": "--model", "engine": "--engine", "quantization": "--quant"}
+
+
+def forgiven_notes(forgiven: Sequence[ForgivenMatch], flags: Mapping[str, str] = LOOKUP_FLAGS) -> list[str]:
+    """One note per forgiving match, naming the flag that gave the name."""
+    return [match.note(flags.get(match.kind, match.kind)) for match in forgiven]
+
+
+_FORGIVEN: ContextVar[list[ForgivenMatch] | None] = ContextVar("forgiven_matches", default=None)
+
+
+@contextmanager
+def forgiven_matches() -> Iterator[list[ForgivenMatch]]:
+    """Collect, while the block runs, every lookup that matched only forgivingly (once per kind and query).
+
+    The command lines wrap their reading of the flags in it and print one note per match, so a user sees what a
+    loose name became; exact names (case, spaces and punctuation aside) add nothing.
+    """
+    heard: list[ForgivenMatch] = []
+    token = _FORGIVEN.set(heard)
+    try:
+        yield heard
+    finally:
+        _FORGIVEN.reset(token)
+
+
+def _heard(kind: str, query: str, name: str) -> None:
+    heard = _FORGIVEN.get()
+    match = ForgivenMatch(kind, query, name)
+    if heard is not None and match not in heard:
+        heard.append(match)
+
+
+def match_names(query: str, keys: Mapping[str, Sequence[str]], *, kind: str = "") -> tuple[str | None, list[str]]:
     """Return (unique id, []) when the query names one entry, else (None, close candidate ids, best first).
 
     The candidates are entries the query is a genuine part of (ambiguous) or that look alike (similarity of at
-    least SUGGEST_RATIO, from three characters on): suggestions, never a match.
+    least SUGGEST_RATIO, from three characters on): suggestions, never a match. A match by a prefix or a piece is
+    recorded for `forgiven_matches` under `kind`, with the entry's name (its second key, else its id).
     """
     wanted = normalize(query)
     if not wanted:
@@ -84,9 +135,12 @@ def match_names(query: str, keys: Mapping[str, Sequence[str]]) -> tuple[str | No
         lambda n: _is_part(wanted, n, prefix=True),
         lambda n: _is_part(wanted, n, prefix=False),
     )
-    for test in tests:
+    for exact, test in zip((True, False, False), tests, strict=True):
         hits = [key for key, aliases in names.items() if any(test(n) for n in aliases)]
         if len(hits) == 1:
+            if not exact:
+                shown = keys[hits[0]]
+                _heard(kind, query, shown[1] if len(shown) > 1 and shown[1] else hits[0])
             return hits[0], []
         if hits:
             return None, _best_first(wanted, hits, names)

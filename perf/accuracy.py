@@ -7,6 +7,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from catalog import find_gpu
+from catalog.models import find_model
 from perf.bands import coverage
 from perf.errors import PerfError
 from perf.estimate import estimate
@@ -14,7 +15,6 @@ from perf.fit import Row, fit_theta
 from perf.fitset import Point
 from perf.hardware import model_facts
 from perf.validate import METRICS, Prediction, by_source, predict
-from selector.models import find_model
 
 
 class GroupAccuracy(BaseModel):

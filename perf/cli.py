@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from catalog.matching import forgiven_matches, forgiven_notes
 from perf.errors import PerfError
 from perf.estimate import estimate
 from perf.flags import CliError, add_flags, flag_of, request_fields
@@ -152,8 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return refit(args_list[1:])
     args = build_parser().parse_args(args_list)
     try:
-        request = _request(args)
-        result = estimate(request)
+        with forgiven_matches() as forgiven:  # the estimate resolves the names: it notes the forgiving ones
+            request = _request(args)
+            result = estimate(request)
+        for note in forgiven_notes(forgiven):
+            print(note, file=sys.stderr)
         if args.calibrate_from:  # the files measured this configuration: name it as the estimate resolved it
             calibrations = [_calibration(path, request, result) for path in args.calibrate_from]
             result = estimate(request, calibrations)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from catalog import Gpu
+from catalog.models import ModelSpec
 from i18n import N_
 from perf.basis import band_and_basis
 from perf.calibrate import Correction, correction
@@ -17,7 +18,6 @@ from perf.resolve import Setup, copy_gpus, resolve
 from perf.result import Band, Basis, Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Wording
 from perf.simulate import Engine, Workload
 from perf.vouch import near_shape, vouched
-from selector.models import ModelSpec
 
 
 def _engine_name(engine: str) -> str:

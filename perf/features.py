@@ -22,10 +22,10 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from catalog import Gpu
+from catalog.kvcache import kv_layer_bytes_per_token, kv_share_per_gpu
+from catalog.models import ModelSpec
+from catalog.quantization import expert_weights_bytes, get_quant, weights_bytes
 from perf.hardware import Rates, inter_node_bytes_s, rates
-from selector.kvcache import kv_layer_bytes_per_token, kv_share_per_gpu
-from selector.models import ModelSpec
-from selector.quantization import expert_weights_bytes, get_quant, weights_bytes
 
 FEATURES = (
     "roof",

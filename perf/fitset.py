@@ -9,9 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from catalog.models import load_models
 from perf.features import ReplicaShape
 from perf.inputs import PerfRequest
-from selector.models import load_models
 
 DATA = Path(__file__).parent / "data"
 FITSET_TOML = DATA / "fitset.toml"

@@ -14,11 +14,11 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from catalog.models import CUSTOM_MODEL
 from perf.inputs import PerfRequest
 from selector import AdviceRequest, SelectorError
 from selector.cli import read_config
 from selector.hfconfig import ConfigError
-from selector.models import CUSTOM_MODEL
 
 
 class CliError(ValueError):

@@ -5,10 +5,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from catalog import engine_release, load_handbook
-from selector.engines import find_engine
+from catalog.engines import find_engine
+from catalog.models import CUSTOM_MODEL
 from selector.errors import SelectorError
 from selector.inputs import AdviceRequest
-from selector.models import CUSTOM_MODEL
 
 ENGINE_FAMILIES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
 """Engines with a step-time model; any other engine gets no estimate."""

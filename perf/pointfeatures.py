@@ -7,13 +7,13 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from catalog import find_gpu
+from catalog.models import find_model
 from perf.features import FEATURES
 from perf.fitset import Point
 from perf.hardware import model_facts
 from perf.levels import closed_loop_requests
 from perf.replica import kv_capacity_tokens, replica_engine
 from perf.simulate import Workload, closed_loop
-from selector.models import find_model
 
 Vector = npt.NDArray[np.float64]
 

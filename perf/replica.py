@@ -1,11 +1,11 @@
 """One replica as the simulator needs it: the step cost, the scheduler's limits and the KV capacity in tokens."""
 
 from catalog import Gpu
+from catalog.models import ModelSpec
+from catalog.quantization import BYTES_PER_GB
 from perf.features import ReplicaShape, StepCost
 from perf.simulate import Engine
 from selector.memory import Layout, fit_layout
-from selector.models import ModelSpec
-from selector.quantization import BYTES_PER_GB
 
 
 def kv_capacity_tokens(model: ModelSpec, gpu: Gpu, quant: str, kv_dtype: str, shape: ReplicaShape, context: int) -> int:

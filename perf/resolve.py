@@ -2,7 +2,8 @@
 
 from dataclasses import dataclass
 
-from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu
+from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu, find_model
+from catalog.models import CUSTOM_MODEL, ModelSpec
 from i18n import N_
 from perf.coefficients import family_for, load_coefficients, newest_release
 from perf.errors import PerfError
@@ -12,9 +13,8 @@ from perf.inputs import PerfRequest
 from perf.replica import kv_capacity_tokens, replica_engine
 from perf.result import Wording
 from perf.simulate import Engine, Workload
-from selector import Advice, AdviceRequest, SelectorError, advise, find_model
+from selector import Advice, AdviceRequest, SelectorError, advise
 from selector.memory import split_objections
-from selector.models import CUSTOM_MODEL, ModelSpec
 
 
 def copy_gpus(request: PerfRequest) -> int:

@@ -2,11 +2,12 @@
 
 from collections.abc import Sequence
 
+from catalog import find_model
 from i18n import N_
 from perf.hardware import model_facts
 from perf.inputs import PerfRequest
 from perf.result import Calibration, Wording
-from selector import SelectorError, find_model
+from selector import SelectorError
 
 
 def _shape_factor() -> float:

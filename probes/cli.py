@@ -14,6 +14,7 @@ from typing import Any, Protocol, TextIO
 
 from pydantic import ValidationError
 
+from catalog.matching import LOOKUP_FLAGS, forgiven_matches, forgiven_notes
 from probes.config import RunSettings
 from probes.deployment import Deployment, deployment_text
 from probes.endpoint import check_connection, list_models, run_sync
@@ -61,6 +62,10 @@ class RunSink(Protocol):
 
 # Opens the sink of a run about to start; None when it cannot (having said why on the error stream).
 OpenSink = Callable[[RunSettings, TextIO], RunSink | None]
+
+
+# The flags of the deployment names the catalog matches forgivingly (a note says what each became).
+DEPLOYMENT_FLAGS = {**LOOKUP_FLAGS, "model": "--deploy-model"}
 
 
 class UsageError(Exception):
@@ -216,7 +221,10 @@ def run_cli(
     """
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        options = parse_options(argv, environ)
+        with forgiven_matches() as forgiven:
+            options = parse_options(argv, environ)
+        for note in forgiven_notes(forgiven, DEPLOYMENT_FLAGS):
+            print(note, file=err)
     except UsageError as exc:
         for message in exc.messages:
             print(f"error: {message}", file=err)

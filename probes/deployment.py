@@ -11,13 +11,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from catalog.gpus import GpuLookupError, find_gpu, load_gpus
+from catalog.engines import find_engine, load_engines
+from catalog.errors import GpuLookupError, NameLookupError
+from catalog.gpus import find_gpu, load_gpus
 from catalog.matching import normalize
+from catalog.models import find_model, load_models
+from catalog.quantization import find_quant, load_quant_methods
 from i18n import N_, Translate, identity
-from selector.engines import find_engine, load_engines
-from selector.errors import NameLookupError
-from selector.models import find_model, load_models
-from selector.quantization import find_quant, load_quant_methods
 
 MAX_GPU_COUNT = 4096
 OPTION = "option"  # json_schema_extra key: the field's name (URL parameter, flag) among the probe's options
@@ -56,7 +56,7 @@ class Deployment(BaseModel):
             "The model as the catalog knows it (llama3.1-8b, Qwen/Qwen2.5-7B-Instruct), not the served "
             "name. When not given: read from /v1/models if it names one catalog model."
         ),
-        json_schema_extra={OPTION: "deploy_model", ALLOWED: N_("a model of selector/data/models.csv, by id or name")},
+        json_schema_extra={OPTION: "deploy_model", ALLOWED: N_("a model of catalog/data/models.csv, by id or name")},
     )
     engine: str | None = Field(
         default=None,
@@ -65,7 +65,7 @@ class Deployment(BaseModel):
             "The inference engine (vllm, sglang, tensorrt-llm, lmdeploy, …). When not given: read from "
             "the server's metric names (vllm:, sglang:, …) or its /v1/models owner."
         ),
-        json_schema_extra={OPTION: "engine", ALLOWED: N_("an engine of selector/data/engines.csv, by id or name")},
+        json_schema_extra={OPTION: "engine", ALLOWED: N_("an engine of catalog/data/engines.csv, by id or name")},
     )
     quant: str | None = Field(
         default=None,
@@ -74,7 +74,7 @@ class Deployment(BaseModel):
             "The weights' quantization (bf16, fp8, awq, gptq, w8a8-int8, nvfp4, mxfp4, …). When not "
             "given: read from /v1/models if the served checkpoint is a quantized one the catalog lists."
         ),
-        json_schema_extra={OPTION: "quant", ALLOWED: N_("a method of selector/data/quantization.csv, by id or name")},
+        json_schema_extra={OPTION: "quant", ALLOWED: N_("a method of catalog/data/quantization.csv, by id or name")},
     )
     source: dict[str, str] = Field(
         default_factory=dict,

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from catalog.engines import load_engines
 from catalog.matching import normalize
+from catalog.models import CHECKPOINT_COLUMNS, load_models
 from probes.deployment import Deployment
-from selector.engines import load_engines
-from selector.models import CHECKPOINT_COLUMNS, load_models
 
 METRICS = "metrics"
 MODELS = "/v1/models"
 
-# Metric name prefix -> engine id (selector/data/engines.csv). Other prefixes (python_, process_, http_) tell nothing.
+# Metric name prefix -> engine id (catalog/data/engines.csv). Other prefixes (python_, process_, http_) tell nothing.
 ENGINE_METRIC_PREFIXES: tuple[tuple[str, str], ...] = (
     ("vllm:", "vllm"),
     ("sglang:", "sglang"),

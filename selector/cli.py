@@ -14,13 +14,15 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from catalog import GpuLookupError
+from catalog.matching import forgiven_matches, forgiven_notes
+from catalog.models import CUSTOM_MODEL, NativeFormat
 from i18n import Translate, identity
-from selector.advisor import Advice, advise
+from selector.advice import Advice
+from selector.advisor import advise
 from selector.errors import SelectorError
 from selector.hfconfig import ConfigError, ParsedConfig, parse_config
 from selector.inputs import AdviceRequest
 from selector.memory import MemoryFit
-from selector.models import CUSTOM_MODEL, NativeFormat
 
 CHOICES: dict[str, list[str]] = {
     "workload": ["chat", "rag", "agent", "code", "batch"],
@@ -35,7 +37,7 @@ CHOICES: dict[str, list[str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """One flag per URL parameter, with the same names (underscores or hyphens)."""
+    """One flag per URL parameter, with the same names: hyphens in --help, underscores accepted too."""
     parser = argparse.ArgumentParser(
         prog="python -m selector",
         description="Recommend an inference engine, quantization, KV cache, speculative decoding and a launch "
@@ -43,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for name, field in AdviceRequest.model_fields.items():
         alias = field.alias or name
-        flags = [f"--{alias}"] + ([f"--{alias.replace('_', '-')}"] if "_" in alias else [])
+        flag = f"--{alias.replace('_', '-')}"
         default = getattr(AdviceRequest(), name)
         kwargs: dict[str, Any] = {
             "dest": alias,
@@ -54,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         if alias in CHOICES:
             kwargs["choices"] = CHOICES[alias]
             kwargs.pop("metavar")
-        parser.add_argument(*flags, **kwargs)
+        parser.add_argument(flag, **kwargs)
+        if flag != f"--{alias}":  # the URL's spelling is accepted too, but --help lists one spelling per flag
+            parser.add_argument(f"--{alias}", **{**kwargs, "help": argparse.SUPPRESS})
     parser.add_argument(
         "--config",
         metavar="PATH",
@@ -174,7 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"note: --config: {note}", file=sys.stderr)
         raw = {"model": CUSTOM_MODEL, **parsed.fields, **raw}  # the command line wins over the file
     try:
-        request = AdviceRequest.model_validate(raw)
+        with forgiven_matches() as forgiven:
+            request = AdviceRequest.model_validate(raw)
+        for note in forgiven_notes(forgiven):
+            print(note, file=sys.stderr)
         advice = advise(request)
     except ValidationError as exc:
         for message in _messages(exc):

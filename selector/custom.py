@@ -1,9 +1,9 @@
 """A model the user describes (by hand or from its config.json) as a ModelSpec, each field checked by name."""
 
+from catalog.models import CUSTOM_MODEL, ModelSpec
 from i18n import Translate, identity
 from selector.errors import SelectorError
 from selector.inputs import AdviceRequest
-from selector.models import CUSTOM_MODEL, ModelSpec
 
 
 def _problems(r: AdviceRequest, tr: Translate = identity) -> list[str]:

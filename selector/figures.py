@@ -3,7 +3,7 @@
 import plotly.graph_objects as go
 
 from i18n import N_, Translate, identity
-from selector.advisor import Advice
+from selector.advice import Advice
 
 SEGMENTS = (
     N_("Weights"),

@@ -178,16 +178,8 @@ def _experts(config: Mapping[str, Any], family: str, layers: int) -> tuple[int, 
     return experts, per_token, shared, expert_size, shared_size, moe_layers
 
 
-def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "", tr: Translate = identity) -> ParsedConfig:
-    """Read a config.json (text or parsed) into custom-model fields; ConfigError names what is missing.
-
-    `tr` words the notes and the errors (English by default, as the CLI and the tests read them).
-    """
-    raw = _load(source, tr)
-    architectures = raw.get("architectures") or []
-    architecture = str(architectures[0]) if isinstance(architectures, list) and architectures else ""
-    family = KNOWN_ARCHITECTURES.get(architecture, "")
-    config = {**family_defaults().get(family, {}), **_text_config(raw)}
+def _require(config: Mapping[str, Any], architecture: str, tr: Translate) -> None:
+    """ConfigError naming the fields without which a model cannot be sized."""
     missing = tuple(key for key in REQUIRED if _int(config, key) <= 0)
     if missing:
         known = ", ".join(sorted(set(KNOWN_ARCHITECTURES.values())))
@@ -203,6 +195,44 @@ def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "", tr:
             ).format(what=what, missing=", ".join(missing), known=known),
             missing,
         )
+
+
+def _param_counts(
+    *,
+    layers: int,
+    hidden: int,
+    vocab: int,
+    tie: bool,
+    attention: int,
+    dense_size: int,
+    experts: tuple[int, int, int, int, int, int],
+) -> tuple[int, int]:
+    """(total, active) parameters: embeddings, attention, dense and expert MLPs, routers."""
+    routed_experts, per_token, shared, expert_size, shared_size, moe_layers = experts
+    embeddings = vocab * hidden * (1 if tie else 2)
+    dense = (layers - moe_layers) * 3 * hidden * dense_size
+    expert_mlp = 3 * hidden * expert_size
+    shared_mlp = shared * 3 * hidden * shared_size
+    routed = moe_layers * routed_experts * expert_mlp
+    total = embeddings + layers * attention + dense + routed + moe_layers * (shared_mlp + hidden * routed_experts)
+    # Active: what one token computes with; the input embedding is a lookup, so it is left out (OpenAI's and
+    # DeepSeek's published counts agree with this within a few percent).
+    active = total - routed + moe_layers * per_token * expert_mlp - vocab * hidden
+    return total, active
+
+
+# Over 60 lines: it names each of the 22 URL fields once, from the config.json keys read just above them.
+def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "", tr: Translate = identity) -> ParsedConfig:
+    """Read a config.json (text or parsed) into custom-model fields; ConfigError names what is missing.
+
+    `tr` words the notes and the errors (English by default, as the CLI and the tests read them).
+    """
+    raw = _load(source, tr)
+    architectures = raw.get("architectures") or []
+    architecture = str(architectures[0]) if isinstance(architectures, list) and architectures else ""
+    family = KNOWN_ARCHITECTURES.get(architecture, "")
+    config = {**family_defaults().get(family, {}), **_text_config(raw)}
+    _require(config, architecture, tr)
     notes: list[str] = []
     if not family:
         notes.append(
@@ -229,16 +259,15 @@ def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "", tr:
     if window_note:
         notes.append(window_note)
 
-    embeddings = vocab * hidden * (1 if tie else 2)
-    attention = layers * _attention_params(config, hidden, heads, kv_heads, head_dim)
-    dense = (layers - moe_layers) * 3 * hidden * dense_size
-    expert_mlp = 3 * hidden * expert_size
-    shared_mlp = shared * 3 * hidden * shared_size
-    routed = moe_layers * experts * expert_mlp
-    total = embeddings + attention + dense + routed + moe_layers * (shared_mlp + hidden * experts)
-    # Active: what one token computes with; the input embedding is a lookup, so it is left out (OpenAI's and
-    # DeepSeek's published counts agree with this within a few percent).
-    active = total - routed + moe_layers * per_token * expert_mlp - vocab * hidden
+    total, active = _param_counts(
+        layers=layers,
+        hidden=hidden,
+        vocab=vocab,
+        tie=tie,
+        attention=_attention_params(config, hidden, heads, kv_heads, head_dim),
+        dense_size=dense_size,
+        experts=(experts, per_token, shared, expert_size, shared_size, moe_layers),
+    )
     if "vision_config" in raw:
         notes.append(tr("The vision encoder is not counted: sizes are the language model's."))
     method = str((config.get("quantization_config") or {}).get("quant_method", "")).lower()

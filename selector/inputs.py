@@ -8,12 +8,12 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog import GpuLookupError, engine_release, find_gpu, load_gpus, load_handbook
+from catalog.engines import find_engine, load_engines
+from catalog.errors import NameLookupError
 from catalog.matching import nearest, normalize
+from catalog.models import CUSTOM_MODEL, NativeFormat, find_model, load_models
+from catalog.quantization import AUTO, find_quant, load_quant_methods
 from i18n import N_, Translate, identity
-from selector.engines import find_engine, load_engines
-from selector.errors import NameLookupError
-from selector.models import CUSTOM_MODEL, NativeFormat, find_model, load_models
-from selector.quantization import AUTO, find_quant, load_quant_methods
 from selector.rules import load_rules
 
 _DEFAULTS = load_rules().defaults

@@ -7,10 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from catalog import Gpu
+from catalog.kvcache import kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_share_per_gpu
+from catalog.models import ModelSpec
+from catalog.quantization import BYTES_PER_GB, expert_weights_bytes, get_quant, weights_bytes
 from i18n import N_, Translate, identity
-from selector.kvcache import kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_share_per_gpu
-from selector.models import ModelSpec
-from selector.quantization import BYTES_PER_GB, expert_weights_bytes, get_quant, weights_bytes
 from selector.rules import load_rules
 
 SplitKind = Literal["tensor", "layer"]
@@ -187,6 +187,16 @@ def split_objections(
     return out
 
 
+def _weights_bytes_per_gpu(model: ModelSpec, quant: str, layout: Layout) -> float:
+    """Weight bytes on one GPU of the copy: an even share, but attention and dense layers whole under attention DP."""
+    total = weights_bytes(model, quant)
+    if layout.attention_data_parallel and layout.split > 1:  # attention (and the dense rest) is on every GPU
+        experts = min(expert_weights_bytes(model, quant), total)
+        return experts / layout.split + (total - experts)
+    return total / layout.split
+
+
+# Over 60 lines: MemoryFit reports 30 fields and this names each once; the arithmetic is the first 25 lines.
 def fit_layout(
     model: ModelSpec,
     gpu: Gpu,
@@ -203,16 +213,12 @@ def fit_layout(
     split, replicas = layout.split, layout.replicas
     usable = usable_gb_per_gpu(gpu)
     total_bytes = weights_bytes(model, quant)
-    if layout.attention_data_parallel and split > 1:  # attention (and the dense rest) is replicated on every GPU
-        experts = min(expert_weights_bytes(model, quant), total_bytes)
-        per_gpu_bytes = experts / split + (total_bytes - experts)
-    else:
-        per_gpu_bytes = total_bytes / split
-    weights_per_gpu = per_gpu_bytes / BYTES_PER_GB
-    if split_kind == "layer":
-        share = kv_share_per_gpu(model, 1, split)
-    else:
-        share = kv_share_per_gpu(model, layout.tensor_parallel, layout.pipeline_parallel)
+    weights_per_gpu = _weights_bytes_per_gpu(model, quant, layout) / BYTES_PER_GB
+    share = (
+        kv_share_per_gpu(model, 1, split)
+        if split_kind == "layer"
+        else kv_share_per_gpu(model, layout.tensor_parallel, layout.pipeline_parallel)
+    )
     per_sequence = kv_bytes_per_sequence(model, kv_dtype, context)
     per_seq_gb = per_sequence * share / BYTES_PER_GB
     budget = usable - weights_per_gpu

@@ -6,9 +6,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from catalog import load_handbook
+from catalog.engines import ServingEngine
+from catalog.models import ModelSpec, load_models
 from i18n import DEFAULT_LANGUAGE, Language, Translate, translate
-from selector.engines import ServingEngine
-from selector.models import ModelSpec, load_models
 from selector.rules import Facts, Rule, first_match, load_rules, render
 
 Method = Literal["none", "ngram", "draft_model", "eagle"]
@@ -75,7 +75,7 @@ def decide_speculative(
             "rule_reason": rule.reason_for(values, language),
             "rule_source": rule.source,
             "engine_speculation": engine.text("speculative_decoding", language),
-            "engine_source": engine.source,
+            "engine_source": engine.source_for("speculative"),
         }
         return Speculative(
             enabled=False,

@@ -5,10 +5,10 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog import GpuLookupError, engine_release, find_gpu
+from catalog.engines import find_engine
 from i18n import N_
 from perf import ENGINE_FAMILIES, Slo
 from selector import SelectorError
-from selector.engines import find_engine
 from selector.rules import load_rules
 from tco.inputs import TcoInputs, known_model, shared_field
 from tco.money import Currency

@@ -9,13 +9,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from catalog import GpuLookupError, engine_release, find_gpu, load_handbook
+from catalog.engines import find_engine
+from catalog.errors import NameLookupError
+from catalog.models import find_model
+from catalog.quantization import AUTO, find_quant
 from i18n import N_
 from perf.inputs import ENGINE_FAMILIES
-from selector.engines import find_engine
-from selector.errors import NameLookupError
 from selector.inputs import AdviceRequest
-from selector.models import find_model
-from selector.quantization import AUTO, find_quant
 from selector.rules import load_rules
 from tco.money import Currency, convert
 

@@ -6,13 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from catalog import find_gpu, load_gpus
+from catalog import find_gpu, get_engine, load_gpus
+from catalog.quantization import get_quant
 from i18n import N_, Translate, identity
 from perf import Band, Basis, Calibration, NoEstimateError, PerfError, Slo, request_from_advice
 from perf.result import Wording, bands_text
-from selector import AdviceRequest, SelectorError, advise, gate, get_engine
+from selector import AdviceRequest, SelectorError, advise, gate
 from selector.inputs import MIN_CONTEXT_TOKENS
-from selector.quantization import get_quant
 from tco.compare_inputs import CompareInputs, LatencyAxis
 from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs, TpsSource, catalog_price

@@ -4,6 +4,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from catalog import get_engine
+from catalog.quantization import AUTO
 from i18n import Translate, identity
 from perf import (
     ENGINE_FAMILIES,
@@ -16,7 +18,7 @@ from perf import (
     estimate,
     request_from_advice,
 )
-from selector import AUTO, Advice, advise, get_engine
+from selector import Advice, advise
 from tco.inputs import CUSTOM_GPU, TcoInputs
 
 SIGNIFICANT_DIGITS = 4  # the throughput a link carries: 1235 tok/s, 12.35 tok/s

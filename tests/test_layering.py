@@ -92,3 +92,51 @@ def test_perf_needs_neither_a_database_nor_the_probe() -> None:
         if i.module in {"db", "probes", "ui", "views", *SQL_LIBRARIES}
     ]
     assert not offenders, f"perf/ must not reach the database or the probe: {offenders}"
+
+
+def _imported_names(path: Path, package: str) -> list[tuple[str, str, int]]:
+    """(module, name, line) of every `from <package>[.<module>] import <name>` in a file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        (node.module, alias.name, node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+        if node.module.split(".")[0] == package
+        for alias in node.names
+    ]
+
+
+def _names_from_catalog(module: str) -> set[str]:
+    """The names a selector module takes from catalog/ (what importing them through selector would re-export)."""
+    path = ROOT / (module.replace(".", "/") + ".py")
+    if not path.is_file():
+        path = ROOT / module.replace(".", "/") / "__init__.py"
+    return {name for _, name, _ in _imported_names(path, "catalog")}
+
+
+def test_catalog_is_the_bottom_layer() -> None:
+    """catalog/ holds facts with sources: it reads no advice, estimate, probe, cost or database code."""
+    offenders = [
+        f"{_rel(path)}:{i.line} imports {i.module}"
+        for path in _python_files("catalog")
+        for i in _imports(path)
+        if i.module in {"selector", "perf", "probes", "tco", "db", "ui", "views", "streamlit"}
+    ]
+    assert not offenders, f"catalog/ must not import the packages above it: {offenders}"
+
+
+def test_facts_are_read_from_the_catalog_never_through_the_advisor() -> None:
+    """Outside selector/ and views/, a name imported from selector/ is advice selector defines (advise, AdviceRequest,
+    gates, memory fit, launch commands), never a catalog fact selector itself imports (a model, engine, format, KV
+    type or GPU): those come from catalog/ directly. selector/ itself re-exports no catalog name.
+    """
+    offenders = [
+        f"{_rel(path)}:{line} takes {name} from {module}"
+        for path in _python_files(*(p for p in APP_CODE if p not in {"selector", "views"}), "bench", "scripts")
+        for module, name, line in _imported_names(path, "selector")
+        if name in _names_from_catalog(module)
+    ]
+    assert not offenders, f"read facts from catalog/, not through selector/: {offenders}"
+    exported = _names_from_catalog("selector") & set(__import__("selector").__all__)
+    assert not exported, f"selector/__init__ re-exports catalog names: {exported}"
+    assert not [m for m in ("models", "engines", "quantization", "kvcache") if (ROOT / "selector" / f"{m}.py").exists()]

@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 from streamlit.elements.lib.column_types import ColumnConfig
 
+from catalog import get_engine, load_models
 from i18n import N_
 from perf import ENGINE_FAMILIES, Calibration
 from perf.coefficients import newest_release
-from selector import get_engine, load_models
 from tco import convert, format_money
 from tco.compare_figures import cost_latency_figure
 from tco.compare_inputs import GPU_COUNTS, PRICE_SEPARATOR, CompareInputs, LatencyAxis, RankBy

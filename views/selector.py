@@ -8,20 +8,24 @@ import streamlit as st
 from pydantic import ValidationError
 from streamlit.delta_generator import DeltaGenerator
 
-from catalog import find_gpu, load_gpus
-from i18n import N_
-from selector import (
+from catalog import (
     AUTO,
     CUSTOM_MODEL,
+    NameLookupError,
+    find_gpu,
+    load_engines,
+    load_gpus,
+    load_models,
+    load_quant_methods,
+)
+from catalog.models import NativeFormat
+from i18n import N_
+from selector import (
     LABELS,
     Advice,
     AdviceRequest,
-    NameLookupError,
     SelectorError,
     advise,
-    load_engines,
-    load_models,
-    load_quant_methods,
     memory_fit_figure,
     names_worded_by,
     nearest_params,
@@ -29,7 +33,6 @@ from selector import (
 from selector.cli import layout_text
 from selector.custom import custom_model
 from selector.hfconfig import ConfigError, parse_config
-from selector.models import NativeFormat
 from tco import TcoInputs
 from tco.inputs import TpsSource
 from tco.throughput import AdviceEstimate, OperatingPoint, estimate_advice

@@ -3,12 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from catalog import find_gpu, load_gpus, load_handbook
+from catalog import AUTO, find_gpu, get_engine, load_gpus, load_handbook, load_models, load_quant_methods
+from catalog.quantization import get_quant
 from i18n.numbers import format_large
 from perf import ENGINE_FAMILIES, PerfError
 from perf.coefficients import newest_release
-from selector import AUTO, get_engine, load_models, load_quant_methods
-from selector.quantization import get_quant
 from tco import CUSTOM_GPU, TcoInputs, TcoResult, convert, estimate, format_money
 from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
 from tco.inputs import TpsSource, catalog_price

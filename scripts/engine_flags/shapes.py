@@ -114,10 +114,9 @@ def _requests() -> Iterator[dict[str, Any]]:
     C: every model x GPU on 1 and 8 GPUs (engine and quantization left to the advisor);
     D: every workload x priority x QLoRA x deployment x engine pin on an H100 and an M2 Ultra at 4k and 32k context.
     """
-    from catalog import load_gpus
-    from selector import load_engines
-    from selector.models import load_models
-    from selector.quantization import load_quant_methods
+    from catalog import load_engines, load_gpus
+    from catalog.models import load_models
+    from catalog.quantization import load_quant_methods
 
     engines = ["auto", *(e.id for e in load_engines() if e.launchable)]
     quants = ["auto", *(q.id for q in load_quant_methods())]

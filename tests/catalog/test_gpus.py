@@ -6,10 +6,11 @@ import json
 import pytest
 
 from catalog import Gpu, find_gpu, load_gpus
+from catalog.engines import gpu_platform, load_engines
 from catalog.gpus import GPU_CSV
+from catalog.quantization import load_quant_methods
 from selector.cli import main
-from selector.engines import gpu_platform, load_engines
-from selector.quantization import gate, load_quant_methods
+from selector.gates import gate
 from selector.rules import load_rules
 
 GPUS = load_gpus()

@@ -2,10 +2,9 @@
 
 import pytest
 
-from catalog import GpuLookupError, find_gpu
+from catalog import GpuLookupError, find_engine, find_gpu, find_model, find_quant
+from catalog.errors import NameLookupError
 from catalog.matching import match_names, nearest, normalize, similarity
-from selector import find_engine, find_model, find_quant
-from selector.errors import NameLookupError
 
 KEYS = {
     "nf4": ("nf4", "QLoRA NF4 (bitsandbytes)", "qlora"),

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from catalog import load_engines
+from catalog.engines import WORDED_COLUMNS
 from i18n import translate
-from selector import AdviceRequest, advise, load_engines, names_worded_by
-from selector.engines import WORDED_COLUMNS
+from selector import AdviceRequest, advise, names_worded_by
 from selector.rules import Bilingual, load_rules
 from tests.pages.apptest import english_leftovers, metric, open_page, texts
 

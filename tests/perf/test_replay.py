@@ -5,12 +5,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from catalog import find_gpu
+from catalog import find_gpu, find_model
 from perf.coefficients import theta_for
 from perf.features import STEP_INPUTS, ReplicaShape, StepCost, StepInputs, step_columns
 from perf.replay import replayed_closed_loop
 from perf.simulate import Engine, Workload, closed_loop, traced_closed_loop
-from selector import find_model
 
 THETA = theta_for("vllm")[0]
 

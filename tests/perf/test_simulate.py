@@ -4,10 +4,9 @@ import math
 
 import pytest
 
-from catalog import find_gpu
+from catalog import find_gpu, find_model
 from perf.features import FEATURES, ReplicaShape, StepCost, StepInputs
 from perf.simulate import Engine, Workload, closed_loop, poisson
-from selector import find_model
 
 THETA = tuple(1.0 if name in {"roof", "step"} else 0.0 for name in FEATURES)
 STEP_S = 1e-3

@@ -7,6 +7,7 @@ import io
 import pytest
 from pydantic import ValidationError
 
+from catalog import get_engine
 from probes import ProbeRun, RunSettings, run_probe
 from probes.cli import EXIT_USAGE, parse_options, run_cli
 from probes.deployment import STORED, Deployment, deployment_fields, deployment_text
@@ -20,7 +21,6 @@ from probes.detect import (
 from probes.fakeserver import serve_in_thread
 from probes.form import ProbeForm
 from probes.options import CliOptions, ProbeOptions
-from selector import get_engine
 from tests.probes.conftest import FAST, settings_for
 from ui.params import to_params, validate_params
 

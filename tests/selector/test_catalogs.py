@@ -2,20 +2,19 @@
 
 import pytest
 
-from catalog import GpuLookupError, find_gpu
-from selector import (
-    AdviceRequest,
+from catalog import (
+    GpuLookupError,
     find_engine,
+    find_gpu,
     find_model,
-    gate,
     kv_bytes_per_token,
     kv_bytes_per_token_per_gpu,
     load_engines,
     load_models,
-    load_rules,
     weights_gb,
 )
-from selector.errors import UnknownModelError
+from catalog.errors import UnknownModelError
+from selector import AdviceRequest, gate, load_rules
 
 # Published Hugging Face config.json values: layers, attention heads, KV heads, head size, context.
 CONFIGS = [

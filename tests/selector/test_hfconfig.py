@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from catalog.models import find_model
 from selector import AdviceRequest, advise
 from selector.hfconfig import ConfigError, parse_config
-from selector.models import find_model
 
 CONFIGS = Path(__file__).parent / "configs"
 FIXTURES = sorted(CONFIGS.glob("*.json"))

@@ -5,7 +5,8 @@ import shlex
 
 import pytest
 
-from selector import AdviceRequest, LaunchCommand, advise, load_engines
+from catalog import load_engines
+from selector import AdviceRequest, LaunchCommand, advise
 from tests.selector.flag_specs import (
     OLLAMA_ENV,
     SPEC_FILES,

@@ -7,11 +7,11 @@ import shlex
 import pytest
 
 from catalog import load_handbook
+from catalog.engines import get_engine, load_engines
+from catalog.kvcache import eight_bit_kv
+from catalog.models import ModelSpec, find_model
 from selector import AdviceRequest, advise
-from selector.engines import get_engine, load_engines
-from selector.kvcache import eight_bit_kv
 from selector.launch import GB_PER_GIB, LaunchCommand, Plan, engine_gpus, launch_command, offload_gib
-from selector.models import ModelSpec, find_model
 from selector.rules import load_rules
 from selector.speculative import Speculative
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from selector.models import CHECKPOINT_COLUMNS, ModelSpec, find_model, load_models
+from catalog.models import CHECKPOINT_COLUMNS, ModelSpec, find_model, load_models
 
 CONFIGS = Path(__file__).parent / "configs"
 FIXTURES = sorted(CONFIGS.glob("*.json"))

@@ -3,11 +3,11 @@
 import pytest
 
 from catalog import find_gpu
+from catalog.kvcache import kv_bytes_per_sequence, kv_bytes_per_token
+from catalog.models import find_model
+from catalog.quantization import weights_gb
 from selector import AdviceRequest, advise
-from selector.kvcache import kv_bytes_per_sequence, kv_bytes_per_token
 from selector.memory import Policy, fit, valid_splits
-from selector.models import find_model
-from selector.quantization import weights_gb
 
 
 def test_deepseek_v3_stores_one_compressed_latent_per_token_per_layer() -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import selector.advisor
-from catalog import Gpu, find_gpu, load_gpus
-from selector import Advice, AdviceRequest, advise, gate, load_engines, load_quant_methods, load_rules
+import selector.context
+from catalog import Gpu, find_gpu, load_engines, load_gpus, load_quant_methods
+from selector import Advice, AdviceRequest, advise, gate, load_rules
 from selector.inputs import Deploy, Ecosystem, Priority, Workload, YesNo
 from tests.support import ROOT
 
@@ -117,7 +117,7 @@ def emitted() -> Emitted:
         out.add_advice(inputs, advise(AdviceRequest.model_validate(inputs)))
     for older in _older_gpus():
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(selector.advisor, "find_gpu", lambda _name, gpu=older: gpu)
+            patch.setattr(selector.context, "find_gpu", lambda _name, gpu=older: gpu)
             for workload, priority, quant in itertools.product(Workload, Priority, ["auto", "awq", "fp8"]):
                 inputs = {"workload": workload, "priority": priority, "quant": quant}
                 out.add_advice({**inputs, "gpu": older.name}, advise(AdviceRequest.model_validate(inputs)))

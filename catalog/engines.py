@@ -1,18 +1,19 @@
 """The engine catalog: status, hardware, quantization, caching, speculation and server facts, with sources."""
 
-import csv
 from functools import cache
 from pathlib import Path
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from catalog import Gpu
+from catalog.errors import UnknownEngineError
+from catalog.gpus import Gpu
 from catalog.matching import match_names
+from catalog.tables import blank_as, load_table, split_list, yes_no
 from i18n import DEFAULT_LANGUAGE, Language
-from selector.errors import UnknownEngineError
 
 ENGINES_CSV = Path(__file__).parent / "data" / "engines.csv"
+ENGINE_SOURCES_CSV = Path(__file__).parent / "data" / "engine_sources.csv"
 
 Platform = Literal["nvidia", "amd", "apple", "cpu", "intel"]
 # The catalog's worded columns: each has a `<column>_zh` twin in engines.csv, the same fact in Simplified Chinese.
@@ -27,14 +28,31 @@ WordedColumn = Literal[
     "today_vs_handbook",
 ]
 WORDED_COLUMNS: tuple[WordedColumn, ...] = get_args(WordedColumn)
+# What a decision about an engine may cite it for; "all" rows of engine_sources.csv back every topic.
+SourceTopic = Literal[
+    "all", "hardware", "quantization", "prefix_caching", "chunked_prefill", "speculative", "parallelism", "kv_offload"
+]
 
 
-def _split(value: object) -> object:
-    return tuple(a.strip() for a in value.split(";") if a.strip()) if isinstance(value, str) else value
+class EngineSource(BaseModel):
+    """One row of catalog/data/engine_sources.csv: where one engine's facts on one topic come from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine: str
+    topic: SourceTopic | Literal["server"]
+    source: str
+    checked: str
+
+
+@cache
+def load_engine_sources() -> tuple[EngineSource, ...]:
+    """Every engine's sources by topic, in file order."""
+    return load_table(ENGINE_SOURCES_CSV, EngineSource)
 
 
 class ServingEngine(BaseModel):
-    """An inference engine: one row of selector/data/engines.csv (not a database engine).
+    """An inference engine: one row of catalog/data/engines.csv (not a database engine).
 
     The columns in WORDED_COLUMNS are prose; each has a `<column>_zh` twin that `text` reads for the page in Chinese.
     """
@@ -96,17 +114,17 @@ class ServingEngine(BaseModel):
     )
     @classmethod
     def _split_lists(cls, value: object) -> object:
-        return _split(value)
+        return split_list(value)
 
     @field_validator("launchable", "fp8_weight_only", "multi_node", mode="before")
     @classmethod
     def _yes_no(cls, value: object) -> object:
-        return value == "yes" if isinstance(value, str) else value
+        return yes_no(value)
 
     @field_validator("max_slots_advised", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
-        return None if value == "" else value
+        return blank_as(value, None)
 
     def text(self, column: WordedColumn, language: Language = DEFAULT_LANGUAGE) -> str:
         """A worded column in the language: its `_zh` twin for Chinese when the catalog has one, else the English.
@@ -117,6 +135,11 @@ class ServingEngine(BaseModel):
         if language == DEFAULT_LANGUAGE:
             return english
         return str(getattr(self, f"{column}_{language}", "") or english)
+
+    def source_for(self, topic: SourceTopic) -> str:
+        """The sources of the engine's facts on one topic (its general ones first), not the whole row's list."""
+        rows = [row for row in load_engine_sources() if row.engine == self.id and row.topic in {"all", topic}]
+        return "; ".join(row.source for row in rows) or self.source
 
     def runs_on_gpu(self, gpu: Gpu) -> bool:
         """Whether the engine supports this GPU's platform."""
@@ -140,8 +163,7 @@ def gpu_platform(gpu: Gpu) -> Platform:
 @cache
 def load_engines() -> tuple[ServingEngine, ...]:
     """Every engine, in file order."""
-    with ENGINES_CSV.open(newline="", encoding="utf-8") as handle:
-        return tuple(ServingEngine.model_validate(row) for row in csv.DictReader(handle))
+    return load_table(ENGINES_CSV, ServingEngine)
 
 
 def get_engine(engine_id: str) -> ServingEngine:
@@ -152,7 +174,7 @@ def get_engine(engine_id: str) -> ServingEngine:
 def find_engine(name: str) -> ServingEngine:
     """Look an engine up forgivingly ('trtllm', 'TensorRT-LLM', 'vllm')."""
     engines = {e.id: e for e in load_engines()}
-    found, candidates = match_names(name, {e.id: (e.id, e.name, *e.aliases) for e in engines.values()})
+    found, candidates = match_names(name, {e.id: (e.id, e.name, *e.aliases) for e in engines.values()}, kind="engine")
     if found is None:
         raise UnknownEngineError(name, candidates, list(engines))
     return engines[found]

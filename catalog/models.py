@@ -1,14 +1,14 @@
 """The model catalog: each model's published architecture (experts, MLA, sliding windows) and checkpoints, sourced."""
 
-import csv
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from catalog.errors import UnknownModelError
 from catalog.matching import match_names
-from selector.errors import UnknownModelError
+from catalog.tables import blank_as, load_table, split_list, yes_no
 
 MODELS_CSV = Path(__file__).parent / "data" / "models.csv"
 CUSTOM_MODEL = "custom"
@@ -80,16 +80,17 @@ class ModelSpec(BaseModel):
     eagle_repo: str = ""
     source: str = ""
     checkpoints_source: str = ""
+    checked: str = ""  # when the row was last written from its sources
 
     @field_validator("aliases", mode="before")
     @classmethod
     def _split_aliases(cls, value: object) -> object:
-        return tuple(a.strip() for a in value.split(";") if a.strip()) if isinstance(value, str) else value
+        return split_list(value)
 
     @field_validator("tie_word_embeddings", mode="before")
     @classmethod
     def _yes_no(cls, value: object) -> object:
-        return value == "yes" if isinstance(value, str) else value
+        return yes_no(value)
 
     @field_validator(
         "active_params_b",
@@ -110,12 +111,12 @@ class ModelSpec(BaseModel):
     )
     @classmethod
     def _blank_is_zero(cls, value: object) -> object:
-        return 0 if value == "" else value
+        return blank_as(value, 0)
 
     @field_validator("native_format", mode="before")
     @classmethod
     def _blank_is_bf16(cls, value: object) -> object:
-        return "bf16" if value == "" else value
+        return blank_as(value, "bf16")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelSpec":
@@ -183,14 +184,15 @@ class ModelSpec(BaseModel):
 @cache
 def load_models() -> tuple[ModelSpec, ...]:
     """Every model preset, in file order."""
-    with MODELS_CSV.open(newline="", encoding="utf-8") as handle:
-        return tuple(ModelSpec.model_validate(row) for row in csv.DictReader(handle))
+    return load_table(MODELS_CSV, ModelSpec)
 
 
 def find_model(name: str) -> ModelSpec:
     """Look a preset up by id, name, HF repo or alias, forgivingly ('qwen2.5-7b', 'Qwen/Qwen2.5-7B-Instruct')."""
     models = {m.id: m for m in load_models()}
-    found, candidates = match_names(name, {m.id: (m.id, m.name, m.hf_repo, *m.aliases) for m in models.values()})
+    found, candidates = match_names(
+        name, {m.id: (m.id, m.name, m.hf_repo, *m.aliases) for m in models.values()}, kind="model"
+    )
     if found is None:
         raise UnknownModelError(name, candidates, [*models, CUSTOM_MODEL])
     return models[found]

@@ -1,14 +1,14 @@
 """KV-cache arithmetic: bytes per token and per sequence (GQA heads, MLA latents, sliding windows), split over GPUs."""
 
-import csv
 import math
 from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from selector.engines import ServingEngine
-from selector.models import ModelSpec
+from catalog.engines import ServingEngine
+from catalog.models import ModelSpec
+from catalog.tables import load_table
 
 KV_DTYPES_CSV = Path(__file__).parent / "data" / "kv_dtypes.csv"
 
@@ -22,13 +22,13 @@ class KvDtype(BaseModel):
     name: str
     bytes_per_value: float
     source: str
+    checked: str = ""  # when the row was last written from its sources
 
 
 @cache
 def load_kv_dtypes() -> dict[str, KvDtype]:
     """KV dtypes by id."""
-    with KV_DTYPES_CSV.open(newline="", encoding="utf-8") as handle:
-        return {row["id"]: KvDtype.model_validate(row) for row in csv.DictReader(handle)}
+    return {row.id: row for row in load_table(KV_DTYPES_CSV, KvDtype)}
 
 
 def eight_bit_kv(engine: ServingEngine) -> str | None:

@@ -1,0 +1,192 @@
+"""Where a command's weights come from: a published checkpoint, the BF16 one quantized at load, or one made first."""
+
+from dataclasses import dataclass, field
+
+from catalog.models import ModelSpec
+from catalog.quantization import get_quant
+from selector.launch.common import Plan
+
+SUFFIXES = {
+    "awq": "AWQ",
+    "gptq": "GPTQ-Int4",
+    "fp8": "FP8",
+    "w8a8-int8": "W8A8",
+    "nvfp4": "NVFP4",
+    "mxfp4": "MXFP4",
+    "gguf-q4_k_m": "Q4_K_M.gguf",
+}
+
+# llm-compressor recipes (vllm-project/llm-compressor examples): modifier import and constructor per method.
+LLM_COMPRESSOR = {
+    "awq": (
+        "from llmcompressor.modifiers.awq import AWQModifier",
+        'AWQModifier(targets=["Linear"], scheme="W4A16_ASYM"',
+    ),
+    "gptq": (
+        "from llmcompressor.modifiers.quantization import GPTQModifier",
+        'GPTQModifier(targets="Linear", scheme="W4A16"',
+    ),
+    "nvfp4": (
+        "from llmcompressor.modifiers.quantization import QuantizationModifier",
+        'QuantizationModifier(targets="Linear", scheme="NVFP4"',
+    ),
+    "w8a8-int8": (
+        "from llmcompressor.modifiers.quantization import GPTQModifier\n"
+        "from llmcompressor.modifiers.smoothquant import SmoothQuantModifier",
+        'SmoothQuantModifier(), GPTQModifier(targets="Linear", scheme="W8A8"',
+    ),
+}
+MODELOPT_QFORMAT = {"fp8": "fp8", "nvfp4": "nvfp4", "awq": "int4_awq", "mxfp4": "mxfp4"}
+LMDEPLOY_LITE = {
+    "awq": ("auto_awq",),
+    "gptq": ("auto_gptq",),
+    "w8a8-int8": ("smooth_quant", "--quant-dtype", "int8"),
+}
+
+
+@dataclass
+class Source:
+    """Where the weights come from: a published checkpoint, the BF16 one quantized at load, or one made first."""
+
+    path: str
+    online: bool = False
+    prepare: list[tuple[str, ...]] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def placeholder(model: ModelSpec, suffix: str) -> str:
+    return f"./{model.name}-{suffix}"
+
+
+def bf16(model: ModelSpec) -> str:
+    return model.checkpoint("bf16") or model.repo
+
+
+def made_note(plan: Plan, path: str, tool: str) -> str:
+    return plan.tr(
+        "No published {method} checkpoint for {model} is in the catalog: the first command(s) make {path} with "
+        "{tool}, then the server loads it."
+    ).format(method=get_quant(plan.quant).name, model=plan.model.name, path=path, tool=tool)
+
+
+def llm_compressor(plan: Plan) -> Source:
+    path = placeholder(plan.model, SUFFIXES[plan.quant])
+    imports, modifier = LLM_COMPRESSOR[plan.quant]
+    ignore = ['"lm_head"', *(['"re:.*mlp.gate$"'] if plan.model.is_moe else [])]
+    script = "\n".join(
+        [
+            "from llmcompressor import oneshot",
+            imports,
+            "",
+            "oneshot(",
+            f'    model="{bf16(plan.model)}",',
+            '    dataset="open_platypus",',
+            f"    recipe=[{modifier}, ignore=[{', '.join(ignore)}])],",
+            f'    output_dir="{path}",',
+            ")",
+        ]
+    )
+    return Source(
+        path=path,
+        prepare=[("python", "quantize.py")],
+        files={"quantize.py": script + "\n"},
+        notes=[
+            made_note(
+                plan, path, plan.tr("llm-compressor's oneshot (pip install llmcompressor; calibrates on open_platypus)")
+            )
+        ],
+    )
+
+
+def no_tool(plan: Plan) -> Source:
+    method = get_quant(plan.quant).name
+    return Source(
+        path=bf16(plan.model),
+        warnings=[
+            plan.tr(
+                "{model} has no published {method} checkpoint and {engine} documents no tool that makes one; the "
+                "command loads the BF16 checkpoint instead: pick another format for this model."
+            ).format(model=plan.model.name, method=method, engine=plan.engine.name)
+        ],
+    )
+
+
+def hf_source(plan: Plan, online: set[str]) -> Source:
+    """vLLM, SGLang and TGI: a published checkpoint, BF16 quantized at load (`online`), or llm-compressor first."""
+    quant = plan.quant
+    published = plan.model.checkpoint(quant)
+    if quant == "bf16":
+        return Source(path=bf16(plan.model))
+    if published:
+        return Source(path=published)
+    if quant in online:
+        return Source(path=bf16(plan.model), online=True)
+    if quant in LLM_COMPRESSOR:
+        return llm_compressor(plan)
+    return no_tool(plan)
+
+
+def modelopt(plan: Plan, lead: str = "") -> Source:
+    path = placeholder(plan.model, SUFFIXES[plan.quant])
+    command = (
+        "python",
+        "examples/hf_ptq/hf_ptq.py",
+        "--pyt_ckpt_path",
+        bf16(plan.model),
+        "--qformat",
+        MODELOPT_QFORMAT[plan.quant],
+        "--kv_cache_qformat",
+        "none",
+        "--export_path",
+        path,
+    )
+    tool = plan.tr("NVIDIA ModelOpt's hf_ptq.py (run it in a checkout of github.com/NVIDIA/Model-Optimizer)")
+    made = plan.tr("The first command makes {path} with {tool}, then the server loads it.").format(path=path, tool=tool)
+    note = plan.tr("{first} {second}").format(first=lead, second=made) if lead else made_note(plan, path, tool)
+    return Source(path=path, prepare=[command], notes=[note])
+
+
+def trtllm_source(plan: Plan) -> Source:
+    quant = plan.quant
+    if quant == "bf16":
+        return Source(path=bf16(plan.model))
+    published = plan.model.checkpoint(quant)
+    if quant == "awq" and published:
+        return modelopt(
+            plan,
+            plan.tr(
+                "The catalog's AWQ checkpoint ({published}) is in AutoAWQ format, which TensorRT-LLM's PyTorch "
+                "backend does not read (it reads ModelOpt int4_awq checkpoints)."
+            ).format(published=published),
+        )
+    if quant == "awq":
+        return modelopt(plan)
+    if published:
+        return Source(path=published)
+    if quant in MODELOPT_QFORMAT:
+        return modelopt(plan)
+    return no_tool(plan)
+
+
+def lmdeploy_source(plan: Plan, backend: str) -> Source:
+    quant, model = plan.quant, plan.model
+    published = model.checkpoint(quant)
+    if quant == "bf16":
+        return Source(path=bf16(model))
+    if quant == "fp8":
+        if model.native_format == "fp8" and model.hf_repo:
+            return Source(path=model.hf_repo)
+        return Source(path=bf16(model), online=backend == "pytorch")
+    if published:
+        return Source(path=published)
+    if quant in LMDEPLOY_LITE:
+        path = placeholder(model, SUFFIXES[quant])
+        sub, *extra = LMDEPLOY_LITE[quant]
+        command = ("lmdeploy", "lite", sub, bf16(model), "--work-dir", path, *extra)
+        return Source(path=path, prepare=[command], notes=[made_note(plan, path, f"`lmdeploy lite {sub}`")])
+    return no_tool(plan)
+
+
+# -- engines --------------------------------------------------------------------------------------------------------

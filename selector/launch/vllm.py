@@ -1,0 +1,116 @@
+"""The vLLM command: `vllm serve` with today's flags; several nodes by --nnodes/--node-rank and --headless."""
+
+import json
+import shlex
+
+from selector.launch.common import (
+    HEAD_NODE,
+    LaunchCommand,
+    Plan,
+    engine_gpus,
+    extra_copies,
+    moe_ep,
+    node_gpus,
+    other_nodes,
+    tp_size,
+    with_value,
+)
+from selector.launch.sources import hf_source
+
+
+def vllm_command(plan: Plan) -> LaunchCommand:
+    """`vllm serve` with the layout, KV cache, offload and n-gram speculation; the head node's over several nodes."""
+    src = hf_source(plan, online={"fp8"})
+    notes, warnings = list(src.notes), list(src.warnings)
+    tp, pp, per_node = tp_size(plan), plan.pipeline_parallel, node_gpus(plan)
+    adp = plan.attention_data_parallel
+    argv = ["vllm", "serve", src.path, "--tensor-parallel-size", str(1 if adp else tp)]
+    if pp > 1:
+        argv += ["--pipeline-parallel-size", str(pp)]
+    dp = plan.split if adp else plan.replicas
+    if dp > 1:
+        argv += ["--data-parallel-size", str(dp)]
+    if moe_ep(plan):
+        argv += ["--enable-expert-parallel"]
+    if adp:
+        notes += extra_copies(plan, plan.split)
+    if src.online:
+        argv += ["--quantization", "fp8"]
+    if plan.kv_dtype == "fp8":
+        argv += ["--kv-cache-dtype", "fp8"]
+    argv += [
+        "--max-model-len",
+        str(plan.context),
+        "--max-num-seqs",
+        str(plan.max_num_seqs),
+        "--max-num-batched-tokens",
+        str(plan.batched_tokens),
+        "--gpu-memory-utilization",
+        f"{plan.gpu_memory_utilization:g}",
+    ]
+    argv += _speculative(plan)
+    if plan.offload_gb:
+        argv += ["--kv-offloading-backend", "native", "--kv-offloading-size", str(plan.offload_gb)]
+        notes.append(
+            plan.tr(
+                "--kv-offloading-size is GiB for each engine (summed over its {gpus} GPU(s)); every data-parallel "
+                "engine allocates it in full."
+            ).format(gpus=engine_gpus(tp, pp, adp))
+        )
+    if plan.nodes > 1:
+        argv, note = _nodes(plan, argv, dp=dp, per_node=per_node)
+        notes.append(note)
+    argv += ["--port", str(plan.engine.default_port)]
+    notes.append(plan.tr("Prefix caching and chunked prefill are on by default in vLLM V1: no flags needed."))
+    return LaunchCommand(
+        engine_id="vllm",
+        argv=tuple(argv),
+        head=3,
+        files=src.files,
+        prepare=tuple(src.prepare),
+        notes=tuple(notes),
+        warnings=tuple(warnings),
+    )
+
+
+def _nodes(plan: Plan, argv: list[str], *, dp: int, per_node: int) -> tuple[list[str], str]:
+    """The head node's command over several nodes (data-parallel ranks, or one split copy), and the others' note."""
+    argv = list(argv)
+    if plan.attention_data_parallel or (dp > 1 and plan.split <= per_node):
+        local = per_node // (1 if plan.attention_data_parallel else plan.split)
+        argv += ["--data-parallel-size-local", str(local), "--data-parallel-address", HEAD_NODE]
+        return argv, (
+            plan.tr(
+                "This is the head node (data-parallel ranks 0-{last}). On {others} run the same command with "
+                "--headless --data-parallel-start-rank {local}*i added: {command} (node 1). Every node needs the "
+                "checkpoint at the same path and RDMA (InfiniBand or RoCE) between nodes."
+            ).format(
+                last=local - 1,
+                others=other_nodes(plan),
+                local=local,
+                command=shlex.join([*argv, "--headless", "--data-parallel-start-rank", str(local)]),
+            )
+        )
+    argv += ["--nnodes", str(plan.nodes), "--node-rank", "0", "--master-addr", HEAD_NODE]
+    worker = with_value(argv, "--node-rank", "1")
+    return argv, (
+        plan.tr(
+            "This is node 0 of {nodes}. On {others} run the same command with --node-rank i and --headless: "
+            "{command} (node 1). Every node needs the same vLLM, the checkpoint at the same path and RDMA "
+            "(InfiniBand or RoCE) between nodes."
+        ).format(nodes=plan.nodes, others=other_nodes(plan), command=shlex.join([*worker, "--headless"]))
+    )
+
+
+def _speculative(plan: Plan) -> list[str]:
+    """--speculative-config for n-gram speculation (vLLM takes one JSON object), else nothing."""
+    spec = plan.speculative
+    if not (spec.enabled and spec.method == "ngram"):
+        return []
+    config = {
+        "method": "ngram",
+        "num_speculative_tokens": spec.num_speculative_tokens,
+        "prompt_lookup_max": spec.prompt_lookup_max,
+        "prompt_lookup_min": spec.prompt_lookup_min,
+    }
+    return ["--speculative-config", json.dumps(config, separators=(",", ":"))]
