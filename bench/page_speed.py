@@ -265,7 +265,7 @@ def streamlit(script: Path, env: dict[str, str], log: Path) -> tuple[list[str], 
 def seed_run(env: dict[str, str], folder: Path) -> str:
     """Store one small probe run (the fake server, a few requests) in the bench's database; return its id."""
     port = free_port()
-    server = [PYTHON, "-m", "probes.fakeserver", "--port", str(port)]
+    server = [PYTHON, "-m", "fakeserver", "--port", str(port)]
     output = folder / "seed-run.json"
     with process(server, env, folder / "fakeserver.log", f"http://127.0.0.1:{port}/v1/models"):
         cmd = [PYTHON, "-m", "probes", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "fake", *SEED_PROBE]

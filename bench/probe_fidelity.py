@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/probe_fidelity.py [--clients probe,sdk,aiperf] [--quick] [--out bench/results]
 (or `make bench`, which also builds bench/.venv with the public client pinned in bench/requirements.txt).
 
-Method (docs/bench.md): the fake OpenAI-compatible server (probes/fakeserver.py) runs pinned to one core and records
+Method (docs/bench.md): the fake OpenAI-compatible server (fakeserver/) runs pinned to one core and records
 when it received each request and sent each token (perf_counter, CLOCK_MONOTONIC, comparable across processes); each
 client runs pinned to the other core, one process per load step, against 127.0.0.1 only. A figure is the client's
 percentile minus the same percentile of the server's record over the same requests.
@@ -148,7 +148,7 @@ class Server:
         cmd = [
             str(PROJECT_PY),
             "-m",
-            "probes.fakeserver",
+            "fakeserver",
             "--port",
             str(self.port),
             "--ttft-ms",

@@ -133,7 +133,7 @@ class Server:
         cmd = [
             str(PROJECT_PY),
             "-m",
-            "probes.fakeserver",
+            "fakeserver",
             "--port",
             str(self.port),
             "--ttft-ms",

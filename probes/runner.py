@@ -19,6 +19,8 @@ from probes.metrics import best_concurrency_within_slo, best_request_rate_within
 from probes.models import (
     CONNECTION_KINDS,
     LevelResult,
+    RateOutcome,
+    RateSearch,
     RequestSample,
     RunResult,
     RunStatus,
@@ -26,7 +28,7 @@ from probes.models import (
 )
 from probes.progress import Progress
 from probes.prom import Scraper, exposition, metrics_url_for, server_metrics
-from probes.ratesearch import RateOutcome, RateSearch, find_max_rate
+from probes.ratesearch import find_max_rate
 from probes.replay import TraceLevel, calibrate, check_replay, schedule_lag
 from probes.session_level import SessionLevel, check_sessions, conversations_of
 from probes.sessions import Conversation, level_turn_stats

@@ -10,9 +10,9 @@ from sqlalchemy import Engine, text
 from db import CalibrationLevel, calibration_runs, get_run, init_db, list_runs, make_engine
 from db.migrate import upgrade
 from db.runs import RunRecorder, add_level, create_run, finish_run, get_run_row
+from fakeserver import Behaviour, serve_in_thread
 from probes import ProbeRun, RunSettings, RunStatus
 from probes.deployment import Deployment
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.metrics import summarize_level
 from probes.models import RequestSample, TokenSource
 

@@ -28,8 +28,8 @@ from db.runs import (
     load_levels,
     load_samples,
 )
+from fakeserver import Behaviour, serve_in_thread
 from probes import ProbeRun, RunSettings, RunStatus, SloTargets, Timeouts
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.metrics import summarize_level
 from probes.models import RequestSample, TokenSource
 from probes.worker import HEARTBEAT_INTERVAL_S

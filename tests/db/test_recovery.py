@@ -15,8 +15,8 @@ from sqlalchemy import Engine, text
 
 from db import INTERRUPTED_WITHIN_S, get_run, init_db, list_runs, make_engine, recover_orphaned_runs
 from db.runs import HEARTBEAT_STALE_S, RunRow, add_level, add_sample, create_run, get_run_row, load_samples
+from fakeserver import serve_in_thread
 from probes import RunSettings, SloTargets
-from probes.fakeserver import serve_in_thread
 from probes.metrics import summarize_level
 from probes.models import RequestSample, RunStatus, TokenSource
 from tests.pg import create_database

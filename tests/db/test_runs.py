@@ -22,8 +22,8 @@ from db.runs import (
     recover_interrupted_runs,
     run_filters,
 )
+from fakeserver import Behaviour, serve_in_thread
 from probes import ProbeRun, RunSettings, RunStatus, run_probe
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.models import ErrorKind, RequestSample, TokenSource
 
 KEY = "sk-db-test-SECRET-987"
@@ -164,8 +164,8 @@ def test_cli_style_run_with_unreachable_endpoint_is_stored_failed(database_url: 
 def test_opening_a_run_without_samples_gives_the_same_levels_and_counts_in_sql(database_url: str) -> None:
     from db import init_db, make_engine
     from db.runs import RunRecorder, error_summary, get_run, sample_counts
+    from fakeserver import serve_in_thread
     from probes.config import RunSettings
-    from probes.fakeserver import serve_in_thread
     from probes.figures import error_rows
     from probes.worker import ProbeRun
 

@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from db import init_db, list_runs, make_engine
 from db.runs import load_samples
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.e2e.helpers import (
     PROBE_MS,
     assert_no_traceback,

@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 
 from db import init_db, make_engine
 from db.runs import RunRecorder, get_run, list_runs
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from i18n import translate
 from probes import ProbeRun, RunSettings, Timeouts
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes.wording import MAX_LEVELS, SEARCH_STOPPED, TOO_MANY_FAILED, UNCALIBRATED, note_text
 from tests.pages.apptest import (
     KEPT_WORDS,

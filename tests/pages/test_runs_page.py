@@ -8,10 +8,10 @@ import pytest
 
 from db import init_db, make_engine
 from db.runs import RunRecorder, get_run, get_run_row
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import ProbeRun, RunSettings, Timeouts
 from probes.deployment import Deployment, deployment_text
 from probes.export import levels_csv, result_json
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.pages.apptest import metric, newest_list, open_page, open_tab, runs_grid, texts
 from ui.text import escape_markdown
 

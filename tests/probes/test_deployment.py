@@ -7,6 +7,7 @@ import io
 import pytest
 from pydantic import ValidationError
 
+from fakeserver import serve_in_thread
 from probes import ProbeRun, RunSettings, run_probe
 from probes.cli import EXIT_USAGE, parse_options, run_cli
 from probes.deployment import STORED, Deployment, deployment_fields, deployment_text
@@ -17,7 +18,6 @@ from probes.detect import (
     engine_from_owner,
     model_from_names,
 )
-from probes.fakeserver import serve_in_thread
 from probes.form import ProbeForm
 from probes.options import CliOptions, ProbeOptions
 from selector import get_engine

@@ -10,15 +10,15 @@ import pytest
 
 from db import init_db, make_engine
 from db.runs import get_run, list_runs
+from fakeserver import Batching, Behaviour, serve_in_thread
 from probes import RunSettings
 from probes.__main__ import main
 from probes.cli import EXIT_OK, EXIT_USAGE, parse_options
 from probes.deployment import STORED
 from probes.errors import ProbeSettingsError
-from probes.fakeserver import Batching, Behaviour, serve_in_thread
 from probes.form import ProbeForm, cost_params, default_cost_level
-from probes.models import LevelResult, RunResult, RunStatus, SloOutcome, Stats
-from probes.ratesearch import StopReason, search_of_levels
+from probes.models import LevelResult, RunResult, RunStatus, SloOutcome, Stats, StopReason
+from probes.ratesearch import search_of_levels
 from probes.runner import run_probe
 from settings import Settings
 from tco import TcoInputs, estimate

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from fakeserver import Behaviour, serve_in_thread
 from probes import (
     ErrorKind,
     ProbeRun,
@@ -19,7 +20,6 @@ from probes import (
     list_models,
     run_probe,
 )
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.workloads import SEED_PROMPTS, build_prompts
 from settings import Settings
 from tests.probes.conftest import settings_for

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from fakeserver import PREFIX_BLOCK_WORDS, Behaviour, FakeServer, serve_in_thread
 from probes import Timeouts
 from probes.config import WorkloadKind
-from probes.fakeserver import PREFIX_BLOCK_WORDS, Behaviour, FakeServer, serve_in_thread
 from probes.models import RunResult, RunStatus
 from probes.runner import run_probe
 from probes.traces import BLOCK_TOKENS, CALIBRATION_WORDS

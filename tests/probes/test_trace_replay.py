@@ -9,11 +9,11 @@ import pytest
 
 from db import make_engine
 from db.runs import get_run, list_runs
+from fakeserver import FakeServer
 from probes.__main__ import main
 from probes.cli import EXIT_OK, EXIT_USAGE
 from probes.config import WorkloadKind
 from probes.export import samples_csv
-from probes.fakeserver import FakeServer
 from probes.models import RunResult, RunStatus
 from probes.runner import run_probe
 from settings import get_settings
