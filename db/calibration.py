@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, select
 
 from db.engine import session_factory
-from db.runs import LevelRow, RunRow
+from db.run_tables import LevelRow, RunRow
 from probes.deployment import Deployment
 from probes.models import LevelResult, RunStatus
 

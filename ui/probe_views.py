@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from streamlit.delta_generator import DeltaGenerator
 
-from db.runs import error_summary, get_run, load_samples, sample_counts
+from db.run_queries import error_summary, get_run, load_samples, sample_counts
 from i18n import N_
 from probes.baseline import scaling_sentence
 from probes.deployment import deployment_text

@@ -18,7 +18,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from sqlalchemy import text
 
 from db import init_db, list_runs, make_engine
-from db.runs import load_samples
+from db.run_queries import load_samples
 from fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.e2e.helpers import (
     PROBE_MS,

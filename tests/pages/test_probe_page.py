@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from db import init_db, make_engine
-from db.runs import get_run, list_runs
+from db.run_queries import get_run, list_runs
 from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import RunStatus
 from probes.export import result_json

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from db import init_db, make_engine
-from db.runs import get_run, list_runs
+from db.run_queries import get_run, list_runs
 from fakeserver import Batching, Behaviour, serve_in_thread
 from probes import RunSettings
 from probes.__main__ import main
