@@ -14,7 +14,7 @@ from probes.deployment import STORED
 from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.ratesearch import search_of_levels
-from probes.sessions import level_turn_stats
+from probes.turn_stats import level_turn_stats
 from settings import get_settings
 
 

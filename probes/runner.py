@@ -30,9 +30,10 @@ from probes.prom import Scraper, exposition, metrics_url_for, server_metrics
 from probes.ratesearch import find_max_rate
 from probes.replay import TraceLevel, calibrate, check_replay, schedule_lag
 from probes.session_level import SessionLevel, check_sessions, conversations_of
-from probes.sessions import Conversation, level_turn_stats
+from probes.sessions import Conversation
 from probes.sink import NullSink, RunSink
 from probes.transport import LeanTransport
+from probes.turn_stats import level_turn_stats
 from probes.wording import CANNOT_REACH, DETECT_FAILED, NO_REQUEST_FINISHED, SEARCH_STOPPED
 from probes.workloads import Prompt, build_prompts
 from settings import Settings, get_settings
