@@ -14,21 +14,15 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from probes.cli_options import API_KEY_ENV, CliOptions
 from probes.config import RunSettings
 from probes.deployment import deployment_text
 from probes.endpoint import check_connection, list_models, run_sync
 from probes.errors import ProbeError
 from probes.export import result_json
+from probes.field_text import allowed_text, default_text, flag_of, required_on_cli
 from probes.models import LevelResult, RunResult, RunStatus
-from probes.options import (
-    API_KEY_ENV,
-    CliOptions,
-    allowed_text,
-    default_text,
-    flag_of,
-    prepare_run,
-    required_on_cli,
-)
+from probes.options import prepare_run
 from probes.sink import RunSink
 from probes.worker import ProbeRun
 

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from fakeserver import serve_in_thread
 from probes import ProbeRun, RunSettings, run_probe
 from probes.cli import EXIT_USAGE, parse_options, run_cli
+from probes.cli_options import CliOptions
 from probes.deployment import STORED, Deployment, deployment_fields, deployment_text
 from probes.detect import (
     ENGINE_METRIC_PREFIXES,
@@ -19,7 +20,7 @@ from probes.detect import (
     model_from_names,
 )
 from probes.form import ProbeForm
-from probes.options import CliOptions, ProbeOptions
+from probes.options import ProbeOptions
 from probes.sink import MemorySink
 from selector import get_engine
 from tests.probes.conftest import FAST, settings_for

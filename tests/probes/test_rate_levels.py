@@ -72,7 +72,8 @@ def test_the_rate_flags_round_trip_through_the_command_line_and_the_link() -> No
 
 
 def _cli_only() -> list[str]:
-    from probes.options import CliOptions, ProbeOptions
+    from probes.cli_options import CliOptions
+    from probes.options import ProbeOptions
 
     return [name for name in CliOptions.model_fields if name not in ProbeOptions.model_fields]
 
