@@ -1,4 +1,4 @@
-"""The house's layering: packages never import Streamlit, only db/ knows SQLAlchemy, probes/ reaches db/ openly once."""
+"""The house's layering: no Streamlit in packages, SQL only in db/, probes/ reaches db/ once, no import cycles."""
 
 import ast
 from dataclasses import dataclass
@@ -164,3 +164,24 @@ def test_no_two_modules_import_each_other() -> None:
     assert not cycles, "modules that import each other (directly or round a loop): " + "; ".join(
         " <-> ".join(group) for group in cycles
     )
+
+
+def test_the_test_server_stands_alone_and_probes_reach_it_only_through_the_old_command() -> None:
+    """fakeserver/ serves any client (no project package behind it); probes/ keeps only its old command."""
+    project = {name.removesuffix(".py") for name in APP_CODE} - {"fakeserver"}
+    inside = [
+        f"{_rel(path)}:{i.line} imports {i.module}"
+        for path in _python_files("fakeserver")
+        for i in _imports(path)
+        if i.module in project
+    ]
+    shim = "probes/fakeserver.py"
+    outside = [
+        f"{_rel(path)}:{i.line}"
+        for path in _python_files(*APP_CODE)
+        if not _rel(path).startswith("fakeserver/") and _rel(path) != shim
+        for i in _imports(path)
+        if i.module == "fakeserver"
+    ]
+    assert not inside, f"fakeserver/ must not import the project's packages: {inside}"
+    assert not outside, f"only {shim} (the old command) may import fakeserver/ in the app's code: {outside}"
