@@ -27,24 +27,22 @@ import os
 import platform
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from common import ROOT, FakeServer, free_port, process
 from playwright.sync_api import Browser, ViewportSize, expect, sync_playwright
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from ui.first_paint import BEACON_KEY  # noqa: E402
+from ui.first_paint import BEACON_KEY
 
 RESULTS = ROOT / "bench" / "results"
 PYTHON = sys.executable
@@ -214,46 +212,6 @@ SEED_PROBE = ["--concurrency", "1,2", "--requests", "4", "--max-tokens", "16", "
 # --- servers --------------------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float = TIMEOUT_S) -> None:
-    """Wait until url answers 200; fail when the process exits first or after timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the process exited with {proc.returncode} before {url} answered")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except Exception as exc:
-            last = exc
-        time.sleep(0.2)
-    raise TimeoutError(f"{url} did not answer within {timeout_s:.0f} s: {last}")
-
-
-@contextmanager
-def process(cmd: list[str], env: dict[str, str], log: Path, ready_url: str) -> Iterator[None]:
-    """Run cmd (output to log) until the block ends; the block starts once ready_url answers."""
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            wait_http(ready_url, proc)
-            yield
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
 def streamlit(script: Path, env: dict[str, str], log: Path) -> tuple[list[str], str]:
     """The command that serves script headless on 127.0.0.1 and a free port (run in ROOT: its .streamlit config)."""
     port = free_port()
@@ -264,11 +222,9 @@ def streamlit(script: Path, env: dict[str, str], log: Path) -> tuple[list[str], 
 
 def seed_run(env: dict[str, str], folder: Path) -> str:
     """Store one small probe run (the fake server, a few requests) in the bench's database; return its id."""
-    port = free_port()
-    server = [PYTHON, "-m", "probes.fakeserver", "--port", str(port)]
     output = folder / "seed-run.json"
-    with process(server, env, folder / "fakeserver.log", f"http://127.0.0.1:{port}/v1/models"):
-        cmd = [PYTHON, "-m", "probes", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "fake", *SEED_PROBE]
+    with FakeServer(python=PYTHON, env=env, log=folder / "fakeserver.log", timeout_s=TIMEOUT_S) as server:
+        cmd = [PYTHON, "-m", "probes", "--base-url", server.base_url, "--model", "fake", *SEED_PROBE]
         cmd += ["--output", str(output), "--quiet"]
         subprocess.run(cmd, cwd=ROOT, env=env, check=True, timeout=TIMEOUT_S)
     return str(json.loads(output.read_text())["run_id"])
@@ -509,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
             bases: dict[str, str] = {}
             for server, script in (("floor", folder / "floor.py"), ("app", ROOT / "app.py")):
                 cmd, bases[server] = streamlit(script, env, folder / f"{server}.log")
-                stack.enter_context(process(cmd, env, folder / f"{server}.log", f"{bases[server]}/_stcore/health"))
+                ready = f"{bases[server]}/_stcore/health"
+                stack.enter_context(process(cmd, ready, env=env, log=folder / f"{server}.log", timeout_s=TIMEOUT_S))
             pw = stack.enter_context(sync_playwright())
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             stack.callback(browser.close)

@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/probe_fidelity.py [--clients probe,sdk,aiperf] [--quick] [--out bench/results]
 (or `make bench`, which also builds bench/.venv with the public client pinned in bench/requirements.txt).
 
-Method (docs/bench.md): the fake OpenAI-compatible server (probes/fakeserver.py) runs pinned to one core and records
+Method (docs/bench.md): the fake OpenAI-compatible server (fakeserver/) runs pinned to one core and records
 when it received each request and sent each token (perf_counter, CLOCK_MONOTONIC, comparable across processes); each
 client runs pinned to the other core, one process per load step, against 127.0.0.1 only. A figure is the client's
 percentile minus the same percentile of the server's record over the same requests.
@@ -15,20 +15,18 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import PROJECT_PY, ROOT, FakeServer, pin
+
 BENCH = ROOT / "bench"
-PROJECT_PY = ROOT / ".venv" / "bin" / "python"
 BENCH_VENV = BENCH / ".venv"
 AIPERF = BENCH_VENV / "bin" / "aiperf"
 
@@ -121,67 +119,8 @@ def percentile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def pin(core: int) -> Callable[[], None]:
-    """A preexec_fn that pins the child (and everything it starts) to one core."""
-    return lambda: os.sched_setaffinity(0, {core})
-
-
-class Server:
-    """The project's fake server in its own process, pinned to its core."""
-
-    def __init__(self, core: int) -> None:
-        self.core = core
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> None:
-        cmd = [
-            str(PROJECT_PY),
-            "-m",
-            "probes.fakeserver",
-            "--port",
-            str(self.port),
-            "--ttft-ms",
-            str(TTFT_MS),
-            "--tpot-ms",
-            str(TPOT_MS),
-            "--tokens",
-            str(TOKENS),
-            "--no-metrics",
-        ]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, preexec_fn=pin(self.core), stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1).read()
-                return
-            time.sleep(0.1)
-        raise RuntimeError("the fake server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(5)
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc = None
-
-    def take_records(self) -> list[dict[str, Any]]:
-        """Every request recorded since the last call (and forget them)."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/fake/records?clear=1", timeout=30) as resp:
-            records: list[dict[str, Any]] = json.loads(resp.read())
-            return records
+# The fake server's defaults for every step (bench/common.py starts it on a free port, pinned to its core).
+SERVER_FLAGS = ("--ttft-ms", str(TTFT_MS), "--tpot-ms", str(TPOT_MS), "--tokens", str(TOKENS), "--no-metrics")
 
 
 def truth_of(records: list[dict[str, Any]]) -> Truth:
@@ -223,7 +162,7 @@ class Load:
         return f"fake:tpot_ms={self.tpot_ms:g}"
 
 
-def run_project_client(kind: str, server: Server, load: Load, core: int, work: Path) -> Measured:
+def run_project_client(kind: str, server: FakeServer, load: Load, core: int, work: Path) -> Measured:
     """The probe or the handbook's SDK loop (bench/fidelity_clients.py) in the project venv."""
     out = work / f"{kind}-{load.concurrency}-{load.tpot_ms:g}.json"
     cmd = [
@@ -289,7 +228,7 @@ def tokenizer_dir(work: Path) -> Path:
     return out
 
 
-def run_aiperf(server: Server, load: Load, core: int, work: Path) -> Measured:
+def run_aiperf(server: FakeServer, load: Load, core: int, work: Path) -> Measured:
     """aiperf against the same server and load; its per-request export (profile_export.jsonl) is read back.
 
     Token counts come from the server's usage (--use-server-token-count), as the probe's do; aiperf's
@@ -347,7 +286,7 @@ def run_aiperf(server: Server, load: Load, core: int, work: Path) -> Measured:
     return Measured(ttft, tpot, failed)
 
 
-CLIENTS: dict[str, Callable[[Server, Load, int, Path], Measured]] = {
+CLIENTS: dict[str, Callable[[FakeServer, Load, int, Path], Measured]] = {
     "probe": lambda s, ld, c, w: run_project_client("probe", s, ld, c, w),
     "sdk": lambda s, ld, c, w: run_project_client("sdk", s, ld, c, w),
     "aiperf": run_aiperf,
@@ -355,7 +294,7 @@ CLIENTS: dict[str, Callable[[Server, Load, int, Path], Measured]] = {
 CLIENT_TITLES = {"probe": "probe (probes/)", "sdk": "handbook SDK loop", "aiperf": "aiperf"}
 
 
-def run_step(client: str, server: Server, load: Load, core: int, work: Path) -> StepResult:
+def run_step(client: str, server: FakeServer, load: Load, core: int, work: Path) -> StepResult:
     """One client at one load, fresh process; compare with the server's record of exactly those requests."""
     server.take_records()
     started = time.monotonic()
@@ -404,7 +343,7 @@ class Ceiling:
     steps: list[StepResult]
 
 
-def find_ceiling(client: str, server: Server, core: int, work: Path, log: Callable[[str], None]) -> Ceiling:
+def find_ceiling(client: str, server: FakeServer, core: int, work: Path, log: Callable[[str], None]) -> Ceiling:
     """Climb CEILING_STEPS until the client's TPOT p50 differs from the server's by more than 10% (either way).
 
     Too low is as wrong as too high: a client that reads late coalesces the first tokens and under-reports TPOT.
@@ -630,24 +569,19 @@ def main() -> None:
     started = time.monotonic()
     levels: list[StepResult] = []
     ceilings: list[Ceiling] = []
-    server = Server(server_core)
-    server.start()
-    try:
-        with workdir(args.work) as work:
-            for client in clients:
-                if args.wait_idle:
-                    wait_idle(args.wait_idle, log)
-                for c in levels_wanted:
-                    step = run_step(client, server, Load(c, requests_for(c), TTFT_MS, TPOT_MS), client_core, work)
-                    levels.append(step)
-                    log(
-                        f"{client} c={c}: TTFT p50 {step.ttft_p50_ms - step.server_ttft_p50_ms:+.2f} ms, "
-                        f"TPOT p50 {step.tpot_p50_ms - step.server_tpot_p50_ms:+.4f} ms ({step.elapsed_s:.1f} s)"
-                    )
-                if not args.no_ceiling:
-                    ceilings.append(find_ceiling(client, server, client_core, work, log))
-    finally:
-        server.stop()
+    with FakeServer(*SERVER_FLAGS, core=server_core) as server, workdir(args.work) as work:
+        for client in clients:
+            if args.wait_idle:
+                wait_idle(args.wait_idle, log)
+            for c in levels_wanted:
+                step = run_step(client, server, Load(c, requests_for(c), TTFT_MS, TPOT_MS), client_core, work)
+                levels.append(step)
+                log(
+                    f"{client} c={c}: TTFT p50 {step.ttft_p50_ms - step.server_ttft_p50_ms:+.2f} ms, "
+                    f"TPOT p50 {step.tpot_p50_ms - step.server_tpot_p50_ms:+.4f} ms ({step.elapsed_s:.1f} s)"
+                )
+            if not args.no_ceiling:
+                ceilings.append(find_ceiling(client, server, client_core, work, log))
     meta["load_after"] = loadavg()
     meta["elapsed_s"] = time.monotonic() - started
     text = report(levels, ceilings, clients, meta)

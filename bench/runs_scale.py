@@ -25,10 +25,7 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import insert  # noqa: E402
 
 from db import init_db, make_engine  # noqa: E402
-from db.runs import (  # noqa: E402
-    LevelRow,
-    RunRow,
-    SampleRow,
+from db.run_queries import (  # noqa: E402
     error_summary,
     get_run,
     level_aggregates,
@@ -37,6 +34,7 @@ from db.runs import (  # noqa: E402
     run_filters,
     sample_counts,
 )
+from db.run_tables import LevelRow, RunRow, SampleRow  # noqa: E402
 from probes.config import RunSettings  # noqa: E402
 from probes.metrics import best_concurrency_within_slo, summarize_level  # noqa: E402
 from probes.models import RequestSample, TokenSource  # noqa: E402

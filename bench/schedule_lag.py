@@ -6,21 +6,19 @@ import json
 import math
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import PROJECT_PY, ROOT, FakeServer, pin
+
 BENCH = ROOT / "bench"
-PROJECT_PY = ROOT / ".venv" / "bin" / "python"
 sys.path.insert(0, str(ROOT))
 
 from probes.traces import TraceFormat, read_trace  # noqa: E402  (the project root is put on the path just above)
@@ -59,17 +57,6 @@ class ReplayResult:
     load_after: str
     client_cpu_s: float
     other_cpu_pct: float  # the client core's busy time not spent by the probe, over the replay's wall time
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def pin(core: int) -> Callable[[], None]:
-    """A preexec_fn that pins the child (and everything it starts) to one core."""
-    return lambda: os.sched_setaffinity(0, {core})
 
 
 def loadavg() -> str:
@@ -117,52 +104,11 @@ def percentile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-class Server:
-    """The project's fake server in its own process, pinned to its core: fixed TTFT and per-token delay."""
-
-    def __init__(self, core: int) -> None:
-        self.core = core
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> None:
-        cmd = [
-            str(PROJECT_PY),
-            "-m",
-            "probes.fakeserver",
-            "--port",
-            str(self.port),
-            "--ttft-ms",
-            str(TTFT_MS),
-            "--tpot-ms",
-            str(TPOT_MS),
-            "--tokens",
-            str(OUTPUT_TOKENS[1]),
-            "--no-metrics",
-            "--no-records",
-        ]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, preexec_fn=pin(self.core), stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1).read()
-                return
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("the fake server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(5)
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc = None
+# The fake server: fixed TTFT and per-token delay, no metrics, no records (bench/common.py starts it, pinned).
+SERVER_FLAGS = (
+    *("--ttft-ms", str(TTFT_MS), "--tpot-ms", str(TPOT_MS), "--tokens", str(OUTPUT_TOKENS[1])),
+    *("--no-metrics", "--no-records"),
+)
 
 
 def arrival_times(arrivals: str, rate_rps: float, duration_s: float, rng: random.Random) -> list[float]:
@@ -192,7 +138,7 @@ def write_trace(path: Path, fmt: TraceFormat, times_s: list[float], rng: random.
 
 
 def run_replay(
-    server: Server, arrivals: str, args: argparse.Namespace, core: int, work: Path, log: Callable[[str], None]
+    server: FakeServer, arrivals: str, args: argparse.Namespace, core: int, work: Path, log: Callable[[str], None]
 ) -> ReplayResult:
     """One replay by the probe's CLI in a fresh process pinned to the client core; lags read from its JSON."""
     rng = random.Random(f"{args.seed}-{arrivals}")
@@ -365,21 +311,16 @@ def main() -> None:
         "linux": platform.release(),
     }
     results: list[ReplayResult] = []
-    server = Server(server_core)
-    server.start()
-    try:
-        with workdir(args.work) as work:
-            for arrivals in wanted:
-                if args.wait_idle:
-                    wait_idle(args.wait_idle, log)
-                r = run_replay(server, arrivals, args, client_core, work, log)
-                results.append(r)
-                log(
-                    f"{arrivals}: {r.sent}/{r.requests} sent, {r.failed} failed, lag p50 {ms(r.lag_p50_ms)} ms, "
-                    f"p99 {ms(r.lag_p99_ms)} ms, max {ms(r.lag_max_ms)} ms ({r.elapsed_s:.1f} s)"
-                )
-    finally:
-        server.stop()
+    with FakeServer(*SERVER_FLAGS, core=server_core) as server, workdir(args.work) as work:
+        for arrivals in wanted:
+            if args.wait_idle:
+                wait_idle(args.wait_idle, log)
+            r = run_replay(server, arrivals, args, client_core, work, log)
+            results.append(r)
+            log(
+                f"{arrivals}: {r.sent}/{r.requests} sent, {r.failed} failed, lag p50 {ms(r.lag_p50_ms)} ms, "
+                f"p99 {ms(r.lag_p99_ms)} ms, max {ms(r.lag_max_ms)} ms ({r.elapsed_s:.1f} s)"
+            )
     text = report(results, meta)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,21 +1,14 @@
-"""The database: engine, tables and every query (the only package that knows SQL)."""
+"""The database: engine, tables, every query and the probe's recorder (the only package that knows SQL)."""
 
 from sqlalchemy import Engine
 
-from db import calibration, runs, scenarios
+from db import calibration, recorder, run_queries, scenarios
 from db.calibration import CalibrationLevel, CalibrationRun, calibration_runs
 from db.engine import init_db, make_engine, safe_url, session_factory
 from db.reaper import INTERRUPTED_WITHIN_S, start_recovery, stop_sweeper
-from db.runs import (
-    RunRecorder,
-    confirm_served_model,
-    delete_run,
-    get_run,
-    list_runs,
-    model_confirmed,
-    recover_interrupted_runs,
-    recover_orphaned_runs,
-)
+from db.recorder import RunRecorder, confirm_served_model, delete_run
+from db.recovery import recover_interrupted_runs, recover_orphaned_runs
+from db.run_queries import StoredRun, get_run, list_runs, model_confirmed
 from db.scenarios import Scenario, delete_scenario, get_scenario, list_scenarios, save_scenario
 
 __all__ = [
@@ -25,6 +18,7 @@ __all__ = [
     "Engine",
     "RunRecorder",
     "Scenario",
+    "StoredRun",
     "calibration",
     "calibration_runs",
     "confirm_served_model",
@@ -37,9 +31,10 @@ __all__ = [
     "list_scenarios",
     "make_engine",
     "model_confirmed",
+    "recorder",
     "recover_interrupted_runs",
     "recover_orphaned_runs",
-    "runs",
+    "run_queries",
     "safe_url",
     "save_scenario",
     "scenarios",

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, select
 
 from db.engine import session_factory
-from db.runs import LevelRow, RunRow
+from db.run_tables import LevelRow, RunRow
 from probes.deployment import Deployment
 from probes.models import LevelResult, RunStatus
 
@@ -114,27 +114,25 @@ def calibration_runs(
     by_run: dict[str, list[CalibrationLevel]] = {}
     for level in levels:
         by_run.setdefault(level.run_id, []).append(_level(level))
-    found: list[CalibrationRun] = []
-    for row in rows:
-        if row.id not in by_run:
-            continue  # no level finished with a completed request
-        settings = row.settings
-        found.append(
-            CalibrationRun(
-                run_id=row.id,
-                label=row.label,
-                endpoint=row.endpoint,
-                served_model=row.model,
-                model_confirmed=bool(row.model_confirmed),
-                started_at=row.started_at if row.started_at.tzinfo else row.started_at.replace(tzinfo=UTC),
-                workload=row.workload,
-                max_tokens=settings.max_tokens,
-                gpu=str(row.deploy_gpu),
-                gpu_count=int(row.deploy_gpu_count or 0),
-                model=str(row.deploy_model),
-                engine=str(row.deploy_engine),
-                quant=str(row.deploy_quant),
-                levels=tuple(by_run[row.id]),
-            )
-        )
-    return found
+    # A run without a level that completed a request says nothing of the deployment: left out.
+    return [_run(row, tuple(by_run[row.id])) for row in rows if row.id in by_run]
+
+
+def _run(row: RunRow, levels: tuple[CalibrationLevel, ...]) -> CalibrationRun:
+    """A stored run of a known deployment, with its finished levels."""
+    return CalibrationRun(
+        run_id=row.id,
+        label=row.label,
+        endpoint=row.endpoint,
+        served_model=row.model,
+        model_confirmed=bool(row.model_confirmed),
+        started_at=row.started_at if row.started_at.tzinfo else row.started_at.replace(tzinfo=UTC),
+        workload=row.workload,
+        max_tokens=row.settings.max_tokens,
+        gpu=str(row.deploy_gpu),
+        gpu_count=int(row.deploy_gpu_count or 0),
+        model=str(row.deploy_model),
+        engine=str(row.deploy_engine),
+        quant=str(row.deploy_quant),
+        levels=levels,
+    )

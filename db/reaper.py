@@ -10,7 +10,7 @@ from typing import Self
 
 from sqlalchemy import Engine
 
-from db.runs import HEARTBEAT_STALE_S, recover_interrupted_runs, recover_orphaned_runs
+from db.recovery import HEARTBEAT_STALE_S, recover_interrupted_runs, recover_orphaned_runs
 from probes.worker import HEARTBEAT_INTERVAL_S
 
 SWEEP_INTERVAL_S = HEARTBEAT_INTERVAL_S

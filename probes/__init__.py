@@ -32,6 +32,7 @@ from probes.models import (
 )
 from probes.options import ProbeOptions, prepare_run
 from probes.runner import Progress, run_probe
+from probes.sink import MemorySink, NullSink, RunSink
 from probes.worker import ProbeRun
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "EndpointUnreachableError",
     "ErrorKind",
     "LevelResult",
+    "MemorySink",
+    "NullSink",
     "ProbeError",
     "ProbeOptions",
     "ProbeRun",
@@ -50,6 +53,7 @@ __all__ = [
     "RequestSample",
     "RunResult",
     "RunSettings",
+    "RunSink",
     "RunStatus",
     "ServerMetrics",
     "SloOutcome",

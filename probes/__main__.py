@@ -5,23 +5,24 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from db import RunRecorder, init_db, make_engine, start_recovery
-from probes.cli import RunSink, run_cli
+from probes.cli import run_cli
 from probes.config import RunSettings
+from probes.sink import RunSink
 from settings import get_settings
 
 
-def _open_database(settings: RunSettings) -> RunRecorder:
-    """The database of DATABASE_URL (schema migrated, stale runs marked interrupted) and this run's row in it."""
+def _open_database() -> RunRecorder:
+    """The recorder of DATABASE_URL's database (schema migrated, stale runs marked interrupted)."""
     engine = make_engine(get_settings().database_url)
     init_db(engine)
     start_recovery(engine)  # runs of dead processes marked now, and swept while this one runs
-    return RunRecorder(engine, settings)
+    return RunRecorder(engine)
 
 
 def open_recorder(settings: RunSettings, err: TextIO) -> RunSink | None:
-    """The run's database recorder; None, with a warning, when the database cannot be used."""
+    """The run's sink: the database's recorder; None, with a warning, when the database cannot be used."""
     try:
-        return _open_database(settings)
+        return _open_database()
     except Exception as exc:  # any database failure: storage is a convenience here, the JSON file is the result
         print(f"warning: the run will not be stored in the database: {exc}", file=err)
         return None

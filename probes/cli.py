@@ -1,6 +1,6 @@
 """The command line's parsing and output: flags from CliOptions, progress on stderr, the JSON file, the exit code.
 
-It stores nothing itself: `python -m probes` (probes/__main__.py) hands it a sink that writes to the database.
+It stores nothing itself: `python -m probes` (probes/__main__.py) hands it the database's recorder as the run's sink.
 Exit codes: 0 the run completed (failed requests included), 1 the endpoint could not be reached or the run failed,
 2 refused settings or a bad command line, 130 cancelled (Ctrl-C; finished requests are kept).
 """
@@ -10,54 +10,25 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from catalog.matching import LOOKUP_FLAGS, forgiven_matches, forgiven_notes
+from probes.cli_options import API_KEY_ENV, CliOptions
 from probes.config import RunSettings
-from probes.deployment import Deployment, deployment_text
+from probes.deployment import deployment_text
 from probes.endpoint import check_connection, list_models, run_sync
 from probes.errors import ProbeError
 from probes.export import result_json
-from probes.models import LevelResult, RequestSample, RunResult, RunStatus
-from probes.options import (
-    API_KEY_ENV,
-    CliOptions,
-    allowed_text,
-    default_text,
-    flag_of,
-    prepare_run,
-    required_on_cli,
-)
+from probes.field_text import allowed_text, default_text, flag_of, required_on_cli
+from probes.models import LevelResult, RunResult, RunStatus
+from probes.options import prepare_run
+from probes.sink import RunSink
 from probes.worker import ProbeRun
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 POLL_S = 0.5
-
-
-class RunSink(Protocol):
-    """Where a run goes as it happens (db.RunRecorder is one): called from the probe's sink thread."""
-
-    @property
-    def run_id(self) -> str:
-        """The stored run's id."""
-        ...
-
-    def on_sample(self, sample: RequestSample) -> None:
-        """One finished request."""
-
-    def on_level(self, level: LevelResult) -> None:
-        """One finished level."""
-
-    def on_heartbeat(self) -> None:
-        """The run is alive (no sample for a while)."""
-
-    def on_deployment(self, deployment: Deployment) -> None:
-        """The deployment, with what the server told filled in (before the first level)."""
-
-    def on_finish(self, result: RunResult | None, error: BaseException | None) -> None:
-        """The run ended (result) or could not run (error)."""
 
 
 # Opens the sink of a run about to start; None when it cannot (having said why on the error stream).
@@ -271,74 +242,75 @@ def _run(options: CliOptions, err: TextIO, open_sink: OpenSink | None) -> int:
     except ProbeError as exc:
         print(f"error: {exc}", file=err)
         return EXIT_USAGE
-    sink = open_sink(settings, err) if open_sink is not None else None
-    probe = _probe(settings, sink, None if options.quiet else err)
-    if not _start(probe, sink, err):
+    probe = _start(settings, open_sink(settings, err) if open_sink is not None else None, err)
+    if probe is None:
         return EXIT_USAGE
     if not options.quiet:
         print(start_line(settings), file=err, flush=True)
-    interrupted = _wait(probe, err, show_progress=not options.quiet and err.isatty())
-    return _finish(probe, sink, options, interrupted, err)
+    interrupted = _wait(probe, err, None if options.quiet else err)
+    return _finish(probe, options, interrupted, err)
 
 
-def _probe(settings: RunSettings, sink: RunSink | None, progress: TextIO | None) -> ProbeRun:
-    """The run, its results handed to the sink as they come and each finished level shown on progress."""
+def _start(settings: RunSettings, sink: RunSink | None, err: TextIO) -> ProbeRun | None:
+    """The started run; None when refused (said on err; the sink records it as failed).
 
-    def on_level(level: LevelResult) -> None:
-        if sink is not None:
-            sink.on_level(level)
-        if progress is not None:
-            print(level_line(level), file=progress, flush=True)
-
-    return ProbeRun(
-        settings,
-        on_sample=sink.on_sample if sink is not None else None,
-        on_level=on_level,
-        on_heartbeat=sink.on_heartbeat if sink is not None else None,
-        on_deployment=sink.on_deployment if sink is not None else None,
-        on_finish=sink.on_finish if sink is not None else None,
-    )
-
-
-def _start(probe: ProbeRun, sink: RunSink | None, err: TextIO) -> bool:
-    """Start the run; a refusal is said on err and recorded as the stored run's end (False)."""
+    A sink that cannot record the run's start is warned about, and the run goes on unstored.
+    """
+    probe = ProbeRun(settings, sink=sink)
     try:
-        probe.start()
+        return probe.start()
     except ProbeError as exc:
-        if sink is not None:
-            sink.on_finish(None, exc)
         print(f"error: {exc}", file=err)
-        return False
-    return True
+        return None
+    except Exception as exc:  # the database failed on the run's first row: storage is a convenience here
+        if sink is None:
+            raise
+        print(f"warning: the run will not be stored in the database: {exc}", file=err)
+        return _start(settings, None, err)
 
 
-def _wait(probe: ProbeRun, err: TextIO, *, show_progress: bool) -> bool:
-    """Wait for the run to end, redrawing the level's progress on a terminal; True if Ctrl-C cancelled it."""
-    last_shown = ""
+def _wait(probe: ProbeRun, err: TextIO, progress: TextIO | None) -> bool:
+    """Wait for the run to end, showing each finished level on progress (and, on a terminal, the level's count).
+
+    True if Ctrl-C cancelled it.
+    """
+    last_shown, levels_shown = "", 0
+    interrupted = False
     try:
         while not probe.wait(POLL_S):
-            if show_progress:
+            levels_shown = _show_levels(probe, progress, levels_shown)
+            if progress is not None and progress.isatty():
                 p = probe.progress()
                 shown = f"  level {p.concurrency}: {p.finished}/{p.requests_per_level} ({p.failed} failed)"
                 if shown != last_shown:
-                    print(shown, end="\r", file=err, flush=True)
+                    print(shown, end="\r", file=progress, flush=True)
                     last_shown = shown
     except KeyboardInterrupt:
         print("\ncancelling: finished requests are kept", file=err, flush=True)
         probe.cancel()
         probe.wait()
-        return True
-    return False
+        interrupted = True
+    _show_levels(probe, progress, levels_shown)
+    return interrupted
 
 
-def _finish(probe: ProbeRun, sink: RunSink | None, options: CliOptions, interrupted: bool, err: TextIO) -> int:
+def _show_levels(probe: ProbeRun, progress: TextIO | None, shown: int) -> int:
+    """Print the levels that finished since the first `shown`; how many are shown now."""
+    levels = probe.progress().levels
+    if progress is not None:
+        for level in levels[shown:]:
+            print(level_line(level), file=progress, flush=True)
+    return len(levels)
+
+
+def _finish(probe: ProbeRun, options: CliOptions, interrupted: bool, err: TextIO) -> int:
     """Write the run's file, say how it ended, and return the exit code."""
     result = probe.result()
     if result is None:
         print(f"error: the run crashed: {probe.error}", file=err)
         return EXIT_FAILED
-    if sink is not None:
-        result = result.model_copy(update={"run_id": sink.run_id})
+    if probe.run_id is not None:
+        result = result.model_copy(update={"run_id": probe.run_id})
     written = _write_output(result, options, err)
     if not options.quiet:
         print(summary_line(result), file=err, flush=True)

@@ -21,7 +21,7 @@ from i18n import N_, Translate, identity
 
 MAX_GPU_COUNT = 4096
 OPTION = "option"  # json_schema_extra key: the field's name (URL parameter, flag) among the probe's options
-ALLOWED = "allowed"  # json_schema_extra key: the allowed values in words (probes/options.py reads the same key)
+ALLOWED = "allowed"  # json_schema_extra key: the allowed values in words (probes/field_text.py reads the same key)
 STORED = "stored"  # validation context flag: reading a stored run, whose names the catalog may no longer know
 CATALOG_FIELDS = ("gpu", "model", "engine", "quant")  # the fields named by a catalog id
 

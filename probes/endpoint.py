@@ -150,6 +150,19 @@ async def check_connection(
             message=tr("model {model} is not served here; served: {served}").format(model=repr(model), served=shown),
         )
     settings = _settings(base_url, api_key, model, timeouts, api)
+    return await _test_request(settings, transport, endpoint, models, models_ms, notes, tr)
+
+
+async def _test_request(
+    settings: RunSettings,
+    transport: httpx2.AsyncBaseTransport | None,
+    endpoint: str,
+    models: list[str] | None,
+    models_ms: float | None,
+    notes: list[str],
+    tr: Translate,
+) -> ConnectionReport:
+    """One streamed 1-token request to the model: check_connection's report, with what the model list gave."""
     http = make_http(settings, 1, transport)
     client = make_client(settings, http)
     try:

@@ -2,11 +2,11 @@
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from probes.config import RunSettings
-from probes.ratesearch import RateSearch
 
 SCHEMA_VERSION = 1
 
@@ -184,6 +184,61 @@ class LevelResult(BaseModel):
     server_metrics: ServerMetrics | None = None
     schedule_lag_ms: ScheduleLag | None = Field(default=None, description="trace replay: send lag p50 and p99")
     turns: list[TurnStats] | None = Field(default=None, description="sessions: the figures per turn index")
+
+
+class StopReason(StrEnum):
+    """Why a search stopped."""
+
+    CONVERGED = "converged"  # the best rate is known within the precision
+    FIRST_RATE_MISSED = "first_rate_missed"  # the start rate already missed the SLO: no best rate
+    MAX_LEVELS = "max_levels"  # the level budget ran out
+    MAX_REQUESTS = "max_requests"  # the request budget ran out (or would, with the next level)
+    MAX_DURATION = "max_duration"  # the time budget ran out (or would, with the next level)
+    RATE_CAP = "rate_cap"  # every rate up to MAX_RATE_RPS met the SLO
+
+
+class RateOutcome(BaseModel):
+    """One level at one rate, as the search needs it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    met_slo: bool
+    requests: int = Field(ge=0, description="requests the level sent")
+    duration_s: float = Field(ge=0, description="the level's wall time")
+    violations: tuple[str, ...] = ()  # why it missed, when it did
+
+    @classmethod
+    def of_level(cls, level: "LevelResult") -> "RateOutcome":
+        """A probe level's outcome: its SLO verdict, requests sent and wall time."""
+        return cls(
+            met_slo=level.slo.met,
+            requests=level.requests,
+            duration_s=level.duration_s,
+            violations=tuple(level.slo.violations),
+        )
+
+
+class RateLevel(RateOutcome):
+    """One measured level of a search, in order."""
+
+    index: int = Field(ge=0, description="order of measuring, from 0")
+    rate_rps: float = Field(gt=0)
+    phase: Literal["grow", "bisect"]
+
+
+class RateSearch(BaseModel):
+    """A finished search: its levels, the best rate within SLO, the bracket above it, and why it stopped."""
+
+    model_config = ConfigDict(frozen=True)
+
+    best_rate_rps: float | None = Field(description="highest rate measured that met the SLO; None if none did")
+    lowest_missed_rate_rps: float | None = Field(description="lowest rate measured that missed; None if none did")
+    stop_reason: StopReason
+    stop_detail: str = Field(description="the stop reason in words")
+    precision: float
+    requests: int = Field(description="requests sent over all levels")
+    duration_s: float = Field(description="the search's wall time (by its clock)")
+    levels: tuple[RateLevel, ...] = ()
 
 
 class RunResult(BaseModel):

@@ -4,15 +4,11 @@ The deployment's fields come from probes/deployment.py, where they are defined.
 """
 
 from collections.abc import Mapping
-from enum import Enum
-from pathlib import Path
 from typing import Annotated, Any
 
-from annotated_types import Ge, Gt, Le, Lt, MaxLen
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
-from pydantic.fields import FieldInfo
 
-from i18n import N_, Translate, identity
+from i18n import N_
 from probes.config import (
     DEFAULT_CONCURRENCY,
     ApiKind,
@@ -26,26 +22,19 @@ from probes.config import (
 )
 from probes.deployment import ALLOWED, Deployment, catalog_id, deployment_fields
 from probes.errors import ProbeSettingsError
-from probes.ratesearch import MAX_RATE_RPS, parse_rates
+from probes.field_text import CLI_REQUIRED, FLAG, MAX_LEVELS, MAX_RATE
+from probes.ratesearch import parse_rates
 from probes.replay import check_replay
 from probes.session_level import check_sessions
 from probes.traces import TraceFormat
 from probes.workloads import build_prompts
 
 DEFAULT_BASE_URL = "http://localhost:8000/v1"
-MAX_LEVELS = 32
-API_KEY_ENV = "PROBE_API_KEY"
 
 # The run's own defaults (the handbook's benchmark and SLO, the default timeouts): the options start from them.
-_RUN = RunSettings(base_url=DEFAULT_BASE_URL, model="-")
-
-# Field metadata read by the command line and the docs (json_schema_extra keys):
-FLAG = "flag"  # the CLI flag when it is not --<field-name>; a bool's flag sets the opposite of its default
-# ALLOWED (probes/deployment.py): the allowed values in words, when Field constraints do not say it
-CLI_REQUIRED = "cli_required"  # the command line needs it (the page starts from the default)
+RUN_DEFAULTS = RunSettings(base_url=DEFAULT_BASE_URL, model="-")
 
 Level = Annotated[int, Field(ge=1)]
-MAX_RATE = MAX_RATE_RPS  # requests/s, per rate level
 Rate = Annotated[float, Field(gt=0, le=MAX_RATE)]
 DEPLOYMENT_OPTIONS = deployment_fields()  # Deployment field -> the option (field, URL parameter) that sets it
 _DEPLOYMENT_FIELD = {option: name for name, option in DEPLOYMENT_OPTIONS.items()}
@@ -69,6 +58,7 @@ def _deployment_option(name: str) -> Any:
     )
 
 
+# Over 400 lines: one declared field per setting (label, help, limits, flag), each defined here once.
 class ProbeOptions(BaseModel):
     """The settings the /probe page and `python -m probes` share; each field's alias is its URL parameter.
 
@@ -97,20 +87,20 @@ class ProbeOptions(BaseModel):
         max_length=300,
     )
     label: str = Field(
-        default=_RUN.label,
+        default=RUN_DEFAULTS.label,
         alias="label",
         title=N_("Run label"),
         description=N_("A name for the run, shown in the run lists."),
         max_length=200,
     )
     api: ApiKind = Field(
-        default=_RUN.api,
+        default=RUN_DEFAULTS.api,
         alias="api",
         title=N_("API"),
         description=N_("The OpenAI API called: chat completions or (legacy) completions."),
     )
     workload: WorkloadKind = Field(
-        default=_RUN.workload,
+        default=RUN_DEFAULTS.workload,
         alias="workload",
         title=N_("Workload"),
         description=N_(
@@ -122,7 +112,7 @@ class ProbeOptions(BaseModel):
         ),
     )
     sessions: int = Field(
-        default=_RUN.sessions,
+        default=RUN_DEFAULTS.sessions,
         alias="sessions",
         title=N_("Sessions (users)"),
         description=N_(
@@ -133,7 +123,7 @@ class ProbeOptions(BaseModel):
         le=100_000,
     )
     turns: int = Field(
-        default=_RUN.turns,
+        default=RUN_DEFAULTS.turns,
         alias="turns",
         title=N_("Turns per session"),
         description=N_(
@@ -144,7 +134,7 @@ class ProbeOptions(BaseModel):
         le=1_000,
     )
     think_time_s: float = Field(
-        default=_RUN.think_time_s,
+        default=RUN_DEFAULTS.think_time_s,
         alias="think_time",
         title=N_("Think time (s)"),
         description=N_("Sessions workload: the wait after an answer before the session's next turn."),
@@ -152,7 +142,7 @@ class ProbeOptions(BaseModel):
         le=3_600,
     )
     session_variant: SessionVariant = Field(
-        default=_RUN.session_variant,
+        default=RUN_DEFAULTS.session_variant,
         alias="session_variant",
         title=N_("Session kind"),
         description=N_(
@@ -162,7 +152,7 @@ class ProbeOptions(BaseModel):
         ),
     )
     trace: str | None = Field(
-        default=_RUN.trace,
+        default=RUN_DEFAULTS.trace,
         alias="trace",
         title=N_("Trace"),
         description=N_(
@@ -183,7 +173,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={ALLOWED: "mooncake, azure, csv"},
     )
     trace_speed: float = Field(
-        default=_RUN.trace_speed,
+        default=RUN_DEFAULTS.trace_speed,
         alias="trace_speed",
         title=N_("Trace speed"),
         description=N_("Trace workload: time scaling; 10 replays ten times faster (arrival times divided by it)."),
@@ -191,7 +181,7 @@ class ProbeOptions(BaseModel):
         le=10_000,
     )
     trace_start_s: float = Field(
-        default=_RUN.trace_start_s,
+        default=RUN_DEFAULTS.trace_start_s,
         alias="trace_start",
         title=N_("Trace start (s)"),
         description=N_("Trace workload: skip the requests before this many seconds of the trace."),
@@ -200,7 +190,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={FLAG: "--trace-start"},
     )
     trace_duration_s: float | None = Field(
-        default=_RUN.trace_duration_s,
+        default=RUN_DEFAULTS.trace_duration_s,
         alias="trace_duration",
         title=N_("Trace duration (s)"),
         description=N_(
@@ -211,7 +201,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={FLAG: "--trace-duration"},
     )
     trace_limit: int | None = Field(
-        default=_RUN.trace_limit,
+        default=RUN_DEFAULTS.trace_limit,
         alias="trace_limit",
         title=N_("Trace limit (requests)"),
         description=N_("Trace workload: replay at most this many requests of the slice."),
@@ -219,7 +209,7 @@ class ProbeOptions(BaseModel):
         le=1_000_000,
     )
     input_tokens: int = Field(
-        default=_RUN.input_tokens,
+        default=RUN_DEFAULTS.input_tokens,
         alias="input_tokens",
         title=N_("Prompt length (tokens)"),
         description=N_("Synthetic workload: the prompt length in tokens (common words)."),
@@ -227,7 +217,7 @@ class ProbeOptions(BaseModel):
         le=200_000,
     )
     shared_prefix_tokens: int = Field(
-        default=_RUN.shared_prefix_tokens,
+        default=RUN_DEFAULTS.shared_prefix_tokens,
         alias="prefix_tokens",
         title=N_("Shared system prompt (tokens)"),
         description=N_("Shared-prefix workload: the length of the system prompt every request shares, in tokens."),
@@ -242,7 +232,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={ALLOWED: N_("1–{max_levels} distinct levels ≥ 1")},
     )
     requests_per_level: int = Field(
-        default=_RUN.requests_per_level,
+        default=RUN_DEFAULTS.requests_per_level,
         alias="requests",
         title=N_("Requests per level"),
         description=N_("Requests sent at each level; the whole run at most PROBE_MAX_REQUESTS_PER_RUN."),
@@ -251,7 +241,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={FLAG: "--requests"},
     )
     max_tokens: int = Field(
-        default=_RUN.max_tokens,
+        default=RUN_DEFAULTS.max_tokens,
         alias="max_tokens",
         title=N_("Max tokens"),
         description=N_("Output tokens asked per request."),
@@ -259,7 +249,7 @@ class ProbeOptions(BaseModel):
         le=1_000_000,
     )
     warmup_requests: int = Field(
-        default=_RUN.warmup_requests,
+        default=RUN_DEFAULTS.warmup_requests,
         alias="warmup",
         title=N_("Warm-up requests (not counted)"),
         description=N_("Requests sent before the first level and left out of every figure."),
@@ -268,7 +258,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={FLAG: "--warmup"},
     )
     request_rate_rps: tuple[Rate, ...] = Field(
-        default=_RUN.request_rate_rps,
+        default=RUN_DEFAULTS.request_rate_rps,
         alias="rate",
         title=N_("Request rates (req/s)"),
         description=N_(
@@ -280,7 +270,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={FLAG: "--request-rate", ALLOWED: N_("1–{max_levels} distinct rates > 0, ≤ {max_rate}")},
     )
     burstiness: float = Field(
-        default=_RUN.burstiness,
+        default=RUN_DEFAULTS.burstiness,
         alias="burstiness",
         title=N_("Burstiness"),
         description=N_(
@@ -291,7 +281,7 @@ class ProbeOptions(BaseModel):
         le=100,
     )
     max_in_flight: int | None = Field(
-        default=_RUN.max_in_flight,
+        default=RUN_DEFAULTS.max_in_flight,
         alias="max_in_flight",
         title=N_("Max requests in flight"),
         description=N_(
@@ -302,7 +292,7 @@ class ProbeOptions(BaseModel):
         le=100_000,
     )
     find_max_rate: bool = Field(
-        default=_RUN.find_max_rate,
+        default=RUN_DEFAULTS.find_max_rate,
         alias="find_max_rate",
         title=N_("Find the highest rate within the SLO"),
         description=N_(
@@ -312,7 +302,7 @@ class ProbeOptions(BaseModel):
         ),
     )
     search_max_levels: int = Field(
-        default=_RUN.search_max_levels,
+        default=RUN_DEFAULTS.search_max_levels,
         alias="search_max_levels",
         title=N_("Search: most levels"),
         description=N_("Rate search: measure at most this many rates."),
@@ -320,7 +310,7 @@ class ProbeOptions(BaseModel):
         le=MAX_LEVELS,
     )
     search_max_duration_s: float = Field(
-        default=_RUN.search_max_duration_s,
+        default=RUN_DEFAULTS.search_max_duration_s,
         alias="search_max_duration",
         title=N_("Search: time budget (s)"),
         description=N_(
@@ -330,7 +320,7 @@ class ProbeOptions(BaseModel):
         le=86_400,
     )
     duration_s: float | None = Field(
-        default=_RUN.duration_s,
+        default=RUN_DEFAULTS.duration_s,
         alias="duration",
         title=N_("Level duration bound (s)"),
         description=N_("Per level, stop sending new requests after this many seconds; without it, no bound."),
@@ -339,7 +329,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={FLAG: "--duration"},
     )
     temperature: float = Field(
-        default=_RUN.temperature,
+        default=RUN_DEFAULTS.temperature,
         alias="temperature",
         title=N_("Temperature"),
         description=N_("Sampling temperature."),
@@ -347,13 +337,13 @@ class ProbeOptions(BaseModel):
         le=2,
     )
     ignore_eos: bool = Field(
-        default=_RUN.ignore_eos,
+        default=RUN_DEFAULTS.ignore_eos,
         alias="ignore_eos",
         title=N_("Ignore EOS (always generate max tokens)"),
         description=N_("vLLM / SGLang extension: every request generates max tokens."),
     )
     slo_ttft_p50_ms: float = Field(
-        default=_RUN.slo.ttft_p50_ms,
+        default=RUN_DEFAULTS.slo.ttft_p50_ms,
         alias="ttft_p50",
         title=N_("TTFT p50 target (ms)"),
         description=N_("SLO: a level meets it when its TTFT p50 is at most this many ms."),
@@ -361,7 +351,7 @@ class ProbeOptions(BaseModel):
         le=3_600_000,
     )
     slo_ttft_p99_ms: float = Field(
-        default=_RUN.slo.ttft_p99_ms,
+        default=RUN_DEFAULTS.slo.ttft_p99_ms,
         alias="ttft_p99",
         title=N_("TTFT p99 target (ms)"),
         description=N_("SLO: a level meets it when its TTFT p99 is at most this many ms."),
@@ -369,7 +359,7 @@ class ProbeOptions(BaseModel):
         le=3_600_000,
     )
     slo_tpot_p50_ms: float = Field(
-        default=_RUN.slo.tpot_p50_ms,
+        default=RUN_DEFAULTS.slo.tpot_p50_ms,
         alias="tpot_p50",
         title=N_("TPOT p50 target (ms)"),
         description=N_("SLO: a level meets it when its TPOT p50 is at most this many ms."),
@@ -377,7 +367,7 @@ class ProbeOptions(BaseModel):
         le=3_600_000,
     )
     connect_timeout_s: float = Field(
-        default=_RUN.timeouts.connect_s,
+        default=RUN_DEFAULTS.timeouts.connect_s,
         alias="connect_timeout",
         title=N_("Connect timeout (s)"),
         description=N_("A request fails when its TCP (and TLS) connection is not up within this many seconds."),
@@ -386,7 +376,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={FLAG: "--connect-timeout"},
     )
     ttft_timeout_s: float = Field(
-        default=_RUN.timeouts.ttft_s,
+        default=RUN_DEFAULTS.timeouts.ttft_s,
         alias="ttft_timeout",
         title=N_("First-token timeout (s)"),
         description=N_("A request fails when no output token arrived this many seconds after sending it."),
@@ -395,7 +385,7 @@ class ProbeOptions(BaseModel):
         json_schema_extra={FLAG: "--ttft-timeout"},
     )
     stall_timeout_s: float = Field(
-        default=_RUN.timeouts.stall_s,
+        default=RUN_DEFAULTS.timeouts.stall_s,
         alias="stall_timeout",
         title=N_("Stall timeout (s)"),
         description=N_("After the first token, a stream fails when no data arrived for this many seconds."),
@@ -505,130 +495,8 @@ class ProbeOptions(BaseModel):
             raise ProbeSettingsError(f"these settings cannot run: {reasons}") from None
 
 
-class CliOptions(ProbeOptions):
-    """`python -m probes`: the shared settings, those only the command line sets, and the command's switches."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    api_key: SecretStr | None = Field(
-        default=None,
-        description=f"Sent to the endpoint only, never stored. Better: the {API_KEY_ENV} environment variable "
-        "(other users of the machine can see a flag in the process list).",
-        exclude=True,
-        repr=False,
-    )
-    prompt_file: str | None = Field(
-        default=_RUN.prompt_file,
-        description='File workload: JSONL prompts, one {"prompt": ...}, {"system": ..., "prompt": ...} or '
-        '{"messages": [...]} per line.',
-    )
-    conversations_file: str | None = Field(
-        default=_RUN.conversations_file,
-        description='Sessions workload: JSONL conversations in the OpenAI messages format, one {"messages": [...]} '
-        "per line; each user message is a turn (recorded answers are replaced by the server's). Without it, "
-        "synthetic sessions.",
-        json_schema_extra={FLAG: "--conversations"},
-    )
-    goodput_ttft_ms: float = Field(
-        default=_RUN.slo.request_ttft_ms,
-        description="Goodput: a request counts when its TTFT is at most this many ms (and its TPOT within "
-        "--goodput-tpot-ms).",
-        gt=0,
-        le=3_600_000,
-    )
-    goodput_tpot_ms: float = Field(
-        default=_RUN.slo.request_tpot_ms,
-        description="Goodput: a request counts when its TPOT is at most this many ms (and its TTFT within "
-        "--goodput-ttft-ms).",
-        gt=0,
-        le=3_600_000,
-    )
-    max_failed_ratio: float = Field(
-        default=_RUN.slo.max_failed_ratio,
-        description="The share of failed requests a level may have and still meet the SLO.",
-        ge=0,
-        le=1,
-    )
-    overlength_extra_tokens: int = Field(
-        default=_RUN.timeouts.overlength_extra_tokens,
-        description="A stream is ended once it delivered max tokens plus this many (a server that never stops).",
-        ge=0,
-        le=1_000_000,
-    )
-    include_usage: bool = Field(
-        default=_RUN.include_usage,
-        description="Do not ask for stream_options.include_usage: output tokens are then counted one per chunk.",
-        json_schema_extra={FLAG: "--no-usage"},
-    )
-    continuous_usage_stats: bool = Field(
-        default=_RUN.continuous_usage_stats,
-        description="vLLM extension: ask for usage on every chunk (exact tokens per chunk).",
-        json_schema_extra={FLAG: "--continuous-usage"},
-    )
-    scrape_metrics: bool = Field(
-        default=_RUN.scrape_metrics,
-        description="Do not scrape the server's Prometheus metrics before and after each level.",
-        json_schema_extra={FLAG: "--no-metrics"},
-    )
-    metrics_url: str | None = Field(
-        default=_RUN.metrics_url,
-        description="The Prometheus metrics URL; without it, /metrics beside /v1.",
-        max_length=500,
-    )
-    seed: int = Field(
-        default=_RUN.seed, description="Random seed of the synthetic and shared-prefix prompts and of the arrivals."
-    )
-    # The command's switches: what it does besides running; not run settings.
-    list_models: bool = Field(default=False, description="Print the served models and exit.")
-    test_connection: bool = Field(
-        default=False, description="List the served models, send one 1-token request to --model, and exit."
-    )
-    output: Path | None = Field(default=None, description="Write the run to this JSON file.")
-    store: bool = Field(
-        default=True,
-        description="Do not store the run in the database of DATABASE_URL.",
-        json_schema_extra={FLAG: "--no-db"},
-    )
-    quiet: bool = Field(default=False, description="No progress on stderr.")
-
-    @property
-    def slo(self) -> SloTargets:
-        """The SLO targets, with the command line's own goodput thresholds and failure share."""
-        return SloTargets(
-            ttft_p50_ms=self.slo_ttft_p50_ms,
-            ttft_p99_ms=self.slo_ttft_p99_ms,
-            tpot_p50_ms=self.slo_tpot_p50_ms,
-            request_ttft_ms=self.goodput_ttft_ms,
-            request_tpot_ms=self.goodput_tpot_ms,
-            max_failed_ratio=self.max_failed_ratio,
-        )
-
-    @property
-    def timeouts(self) -> Timeouts:
-        """The per-request timeouts, with the overlength guard."""
-        return super().timeouts.model_copy(update={"overlength_extra_tokens": self.overlength_extra_tokens})
-
-
 # The files a page uploads (RunSettings fields holding a path), given to run_settings() beside the options.
 UPLOADED_FILES = frozenset({"prompt_file", "conversations_file"})
-# Fields that reach RunSettings through the slo / timeouts properties rather than by name, and the switches.
-SLO_AND_TIMEOUT_FIELDS = frozenset(
-    {
-        "slo_ttft_p50_ms",
-        "slo_ttft_p99_ms",
-        "slo_tpot_p50_ms",
-        "goodput_ttft_ms",
-        "goodput_tpot_ms",
-        "max_failed_ratio",
-        "connect_timeout_s",
-        "ttft_timeout_s",
-        "stall_timeout_s",
-        "overlength_extra_tokens",
-    }
-)
-SWITCHES = frozenset({"list_models", "test_connection", "output", "store", "quiet"})
-# Fields that reach RunSettings as its deployment.
-DEPLOYMENT_FIELDS = frozenset(DEPLOYMENT_OPTIONS.values())
 
 
 def prepare_run(
@@ -646,88 +514,3 @@ def prepare_run(
         check_sessions(settings)  # a conversations file's malformed lines, or sessions over the request cap
     build_prompts(settings, settings.requests_per_level)
     return settings
-
-
-def _extra(field: FieldInfo) -> dict[str, Any]:
-    extra = field.json_schema_extra
-    return extra if isinstance(extra, dict) else {}
-
-
-def flag_of(name: str, field: FieldInfo) -> str:
-    """The command-line flag of a field: its own, else --<field-name> with hyphens."""
-    return str(_extra(field).get(FLAG) or "--" + name.replace("_", "-"))
-
-
-def required_on_cli(field: FieldInfo) -> bool:
-    """True when the command line has no default for the field."""
-    return bool(_extra(field).get(CLI_REQUIRED))
-
-
-def number_text(value: float) -> str:
-    """A limit or default as people write it: 100000 not 100000.0 or 1e5."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def limits_of(field: FieldInfo) -> tuple[float | None, float | None, bool]:
-    """The field's numeric bounds: (lowest, highest, lowest excluded), None where unbounded."""
-    low: float | None = None
-    high: float | None = None
-    exclusive = False
-    for item in field.metadata:
-        if isinstance(item, Ge):
-            low = float(item.ge)  # type: ignore[arg-type]
-        elif isinstance(item, Gt):
-            low, exclusive = float(item.gt), True  # type: ignore[arg-type]
-        elif isinstance(item, Le):
-            high = float(item.le)  # type: ignore[arg-type]
-        elif isinstance(item, Lt):
-            high = float(item.lt)  # type: ignore[arg-type]
-    return low, high, exclusive
-
-
-def max_length_of(field: FieldInfo) -> int | None:
-    """The longest text a field takes, None: unbounded."""
-    return next((item.max_length for item in field.metadata if isinstance(item, MaxLen)), None)
-
-
-def allowed_text(field: FieldInfo, tr: Translate = identity) -> str | None:
-    """The values a field accepts, in words ("1–100000", "> 0, ≤ 600", "chat, completions"); None: any."""
-    stated = _extra(field).get(ALLOWED)
-    if stated:
-        return tr(str(stated)).format(max_levels=MAX_LEVELS, max_rate=f"{MAX_RATE:.0f}")
-    annotation = field.annotation
-    if isinstance(annotation, type) and issubclass(annotation, Enum):
-        return ", ".join(kind.value for kind in annotation)
-    if annotation is bool:
-        return "true, false"
-    max_length = max_length_of(field)
-    if max_length is not None:
-        return tr("up to {count} characters").format(count=max_length)
-    low, high, exclusive = limits_of(field)
-    if high is None:
-        return None if low is None else f"{'>' if exclusive else '≥'} {number_text(low)}"
-    if low is None:
-        return f"≤ {number_text(high)}"
-    if exclusive:
-        return f"> {number_text(low)}, ≤ {number_text(high)}"
-    return f"{number_text(low)}–{number_text(high)}"
-
-
-def default_text(field: FieldInfo) -> str:
-    """A field's default as the command line's help and docs state it ("off" for a flag not given)."""
-    if required_on_cli(field):
-        return "required"
-    value = field.get_default(call_default_factory=True)
-    if isinstance(value, bool):
-        return "off"
-    if value is None:
-        return "none"
-    if isinstance(value, Enum):
-        return str(value.value)
-    if isinstance(value, tuple):
-        return ",".join(str(v) for v in value) or "none"
-    if isinstance(value, float):
-        return number_text(value)
-    return str(value) if value != "" else "empty"

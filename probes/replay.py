@@ -1,7 +1,7 @@
 """Trace replay (workload trace): check the slice, calibrate the prompt builder, then one open-loop level.
 
 Each request of the slice is sent at its trace time (relative to the first kept request, divided by the speed), with
-a prompt of its input length (probes/traces.py's TracePromptBuilder, sized by two calibration requests) and
+a prompt of its input length (probes/trace_prompts.py's TracePromptBuilder, sized by two calibration requests) and
 ``max_tokens`` = its output length. At most ``max_in_flight`` requests are in flight when it is set. Every request's
 send lag (actual send time minus scheduled time) is measured; the level reports its p50 and p99.
 """
@@ -20,10 +20,9 @@ from probes.level import Level
 from probes.metrics import percentile
 from probes.models import ScheduleLag
 from probes.sdk import encode_body, request_body
+from probes.trace_prompts import CALIBRATION_WORDS, TracePromptBuilder
 from probes.traces import (
-    CALIBRATION_WORDS,
     TraceError,
-    TracePromptBuilder,
     TraceRequest,
     TraceSummary,
     check_trace,

@@ -12,13 +12,14 @@ from openai import AsyncOpenAI
 
 from probes.client import Clock, classify_error, close_quietly, make_client, make_http
 from probes.config import RunSettings, check_run_settings
-from probes.deployment import Deployment
 from probes.detect import detect
-from probes.level import WARMUP_INDEX, Level, LevelPlan, SampleSink
+from probes.level import WARMUP_INDEX, Level, LevelPlan
 from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, peak_in_flight, summarize_level
 from probes.models import (
     CONNECTION_KINDS,
     LevelResult,
+    RateOutcome,
+    RateSearch,
     RequestSample,
     RunResult,
     RunStatus,
@@ -26,42 +27,41 @@ from probes.models import (
 )
 from probes.progress import Progress
 from probes.prom import Scraper, exposition, metrics_url_for, server_metrics
-from probes.ratesearch import RateOutcome, RateSearch, find_max_rate
+from probes.ratesearch import find_max_rate
 from probes.replay import TraceLevel, calibrate, check_replay, schedule_lag
 from probes.session_level import SessionLevel, check_sessions, conversations_of
-from probes.sessions import Conversation, level_turn_stats
+from probes.sessions import Conversation
+from probes.sink import NullSink, RunSink
 from probes.transport import LeanTransport
+from probes.turn_stats import level_turn_stats
 from probes.wording import CANNOT_REACH, DETECT_FAILED, NO_REQUEST_FINISHED, SEARCH_STOPPED
 from probes.workloads import Prompt, build_prompts
 from settings import Settings, get_settings
 
-# Progress and the sinks stay importable from here (probes/worker.py and probes/__init__.py import them from runner).
-__all__ = ["DeploymentSink", "LevelSink", "Progress", "SampleSink", "run_probe"]
+# Progress stays importable from here (probes/worker.py and probes/__init__.py import it from runner).
+__all__ = ["Progress", "run_probe"]
 
-LevelSink = Callable[[LevelResult], None]
-DeploymentSink = Callable[[Deployment], None]
 MAX_MODELS_BYTES = 4 << 20  # of a /v1/models answer read to tell the deployment
 
 
 async def run_probe(
     settings: RunSettings,
     *,
-    on_sample: SampleSink | None = None,
-    on_level: LevelSink | None = None,
+    sink: RunSink | None = None,
     progress: Progress | None = None,
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: Clock = time.perf_counter,
     limits: Settings | None = None,
-    on_deployment: DeploymentSink | None = None,
 ) -> RunResult:
     """Run the sweep and return its result.
 
     Refused settings raise ProbeSettingsError and an unreadable workload WorkloadError, before anything is sent.
     An unreachable endpoint gives a FAILED result. Cancelling the task ends the run early: requests in flight are
     dropped, everything finished is kept, and the result is CANCELLED. Before the first request, blank fields of
-    the deployment are filled from what the server tells (probes/detect.py); on_deployment gets the deployment
-    when that changed it, and the result's settings carry it. Callbacks run inline on the event loop: keep them
-    cheap (ProbeRun moves them to a thread of their own).
+    the deployment are filled from what the server tells (probes/detect.py); the sink's `deployment` gets it when
+    that changed it, and the result's settings carry it. The sink hears `deployment`, `samples` (one request at a
+    time) and `level_finished` inline on the event loop: keep them cheap (ProbeRun moves them to a thread of its
+    own, and tells the sink when the run starts and ends).
     """
     check_run_settings(settings, limits)
     replay = check_replay(settings, limits) if settings.trace_mode else None  # refused before anything is sent
@@ -77,9 +77,7 @@ async def run_probe(
         progress or Progress(),
         transport,
         clock,
-        on_sample,
-        on_level,
-        on_deployment,
+        sink or NullSink(),
         pool=pool,
     )
     sweep.conversations = conversations
@@ -102,9 +100,7 @@ class _Sweep:
         progress: Progress,
         transport: httpx2.AsyncBaseTransport | None,
         clock: Clock,
-        on_sample: SampleSink | None,
-        on_level: LevelSink | None,
-        on_deployment: DeploymentSink | None = None,
+        sink: RunSink,
         *,
         pool: int | None = None,
     ) -> None:
@@ -112,9 +108,7 @@ class _Sweep:
         self.prompts = prompts
         self.progress = progress
         self.clock = clock
-        self.on_sample = on_sample
-        self.on_level = on_level
-        self.on_deployment = on_deployment
+        self.sink = sink
         self.lean = LeanTransport(clock=clock) if transport is None else None
         self.pool = pool or (settings.in_flight_cap if settings.rate_mode else max(settings.concurrency))
         self.http = make_http(settings, self.pool, self.lean or transport)
@@ -190,8 +184,7 @@ class _Sweep:
         if found == given:
             return
         self.settings = self.settings.model_copy(update={"deployment": found})
-        if self.on_deployment is not None:
-            self.on_deployment(found)
+        self.sink.deployment(found)
 
     async def _warmup(self) -> None:
         """Uncounted requests before the first level, if asked for."""
@@ -218,7 +211,7 @@ class _Sweep:
             LevelPlan(0, self.pool, 0),
             clock=self.clock,
             progress=self.progress,
-            on_sample=self.on_sample,
+            on_sample=self._on_sample,
             lean=self.lean,
         ).use(builder)
         return await self._run_and_keep(
@@ -240,7 +233,7 @@ class _Sweep:
             conversations,
             clock=self.clock,
             progress=self.progress,
-            on_sample=self.on_sample,
+            on_sample=self._on_sample,
             lean=self.lean,
         )
         return await self._run_and_keep(level, before, lambda: {"turns": level_turn_stats(level.samples)})
@@ -318,7 +311,7 @@ class _Sweep:
             plan,
             clock=self.clock,
             progress=self.progress,
-            on_sample=self.on_sample if plan.counted else None,
+            on_sample=self._on_sample if plan.counted else None,
             lean=self.lean,
         )
 
@@ -344,8 +337,10 @@ class _Sweep:
             result = result.model_copy(update=extra)
         self.levels.append(result)
         self.progress.level_done(result)
-        if self.on_level is not None:
-            self.on_level(result)
+        self.sink.level_finished(result)
+
+    def _on_sample(self, sample: RequestSample) -> None:
+        self.sink.samples((sample,))
 
     def result(self) -> RunResult:
         """The run as it ended."""

@@ -1,4 +1,4 @@
-"""Multi-turn session groundwork: synthetic chat and agent conversations, a conversations file, per-turn statistics.
+"""Multi-turn session groundwork: synthetic chat and agent conversations, and a conversations file.
 
 A session is one user holding a conversation of K turns. Turns are numbered from 1. Turn k sends the whole history so
 far and one new user message: the system prompt (if any), then ``2k - 1`` user/assistant messages — every earlier user
@@ -48,8 +48,9 @@ Use, in this order (nothing is sent before the check passed)::
     messages = conversation.next_messages(conversation.turn)   # send with max_tokens=conversation.max_tokens
     conversation.record_answer(conversation.turn, content)     # the answer's content text (no reasoning), as received
     # a failed turn: conversation.stop() (the session ends; its later turns are not sent)
-    # tag each sample with (conversation.index, turn); then per_turn_stats([(turn, ttft_ms, tpot_ms, e2e_ms,
-    # input_tokens), ...]) gives one TurnStats per turn index: turn 1 against later turns shows the prefix cache
+    # tag each sample with (conversation.index, turn); then probes/turn_stats.py's per_turn_stats([(turn, ttft_ms,
+    # tpot_ms, e2e_ms, input_tokens), ...]) gives one TurnStats per turn index: turn 1 against later turns shows the
+    # prefix cache
     # (``TurnStats``: turn, count, ttft_ms_p50, ttft_ms_p99, tpot_ms_p50, e2e_ms_p50, input_tokens_mean)
 
 ``check_conversations`` reads the whole file in one streaming pass and raises ``SessionError`` listing the first
@@ -67,13 +68,10 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from probes.errors import LineProblem, WorkloadError
-from probes.metrics import stats
-from probes.models import RequestSample, TurnStats
 from probes.workloads import VOCABULARY
 
 SessionVariant = Literal["chat", "agent"]
 Message = dict[str, str]
-TurnSample = tuple[int, float | None, float | None, float | None, int | None]  # turn, ttft, tpot, e2e, input tokens
 
 MAX_PROBLEMS = 20  # problems listed in a SessionError
 ROLES = ("system", "user", "assistant")
@@ -508,57 +506,6 @@ def read_conversations(
         yield Conversation(kept, item.users[:max_turns], item.system, max_tokens=max_tokens, line=item.line)
 
 
-# ---- per-turn statistics -----------------------------------------------------------------------------------------
-
-
-def per_turn_stats(samples: Sequence[TurnSample]) -> list[TurnStats]:
-    """One TurnStats per turn index present, in turn order, from (turn, ttft_ms, tpot_ms, e2e_ms, input_tokens).
-
-    Pass completed requests; None values are left out of their statistic. Percentiles are the probe's (numpy's
-    linear interpolation, as vLLM reports them).
-    """
-    by_turn: dict[int, list[TurnSample]] = {}
-    for sample in samples:
-        by_turn.setdefault(sample[0], []).append(sample)
-    result = []
-    for turn in sorted(by_turn):
-        rows = by_turn[turn]
-        ttft = stats([r[1] for r in rows if r[1] is not None])
-        tpot = stats([r[2] for r in rows if r[2] is not None])
-        e2e = stats([r[3] for r in rows if r[3] is not None])
-        inputs = stats([float(r[4]) for r in rows if r[4] is not None])
-        result.append(
-            TurnStats(
-                turn=turn,
-                count=len(rows),
-                ttft_ms_p50=ttft.p50,
-                ttft_ms_p99=ttft.p99,
-                tpot_ms_p50=tpot.p50,
-                e2e_ms_p50=e2e.p50,
-                input_tokens_mean=inputs.mean,
-            )
-        )
-    return result
-
-
-def level_turn_stats(samples: Sequence[RequestSample]) -> list[TurnStats]:
-    """Per-turn figures of a sessions level: per_turn_stats over its completed requests, with each turn's failures."""
-    done: list[TurnSample] = []
-    failed: dict[int, int] = {}
-    for s in samples:
-        if s.turn is None:
-            continue
-        if s.ok:
-            done.append((s.turn, s.ttft_ms, s.tpot_ms, s.e2e_ms, s.input_tokens))
-        else:
-            failed[s.turn] = failed.get(s.turn, 0) + 1
-    stats_by_turn = {t.turn: t for t in per_turn_stats(done)}
-    return [
-        stats_by_turn.get(turn, TurnStats(turn=turn, count=0)).model_copy(update={"failed": failed.get(turn, 0)})
-        for turn in sorted(set(stats_by_turn) | set(failed))
-    ]
-
-
 __all__ = [
     "MAX_PROBLEMS",
     "ROLES",
@@ -569,12 +516,8 @@ __all__ = [
     "SessionError",
     "SessionPlan",
     "SessionVariant",
-    "TurnSample",
-    "TurnStats",
     "check_conversations",
     "estimate_tokens",
-    "level_turn_stats",
-    "per_turn_stats",
     "read_conversations",
     "synthetic_conversations",
 ]

@@ -1,53 +1,66 @@
-"""A probe run in a worker thread with its own event loop; callbacks run in a separate sink thread; cancellable."""
+"""A probe run in a worker thread with its own event loop; its sink hears of it in a separate thread; cancellable."""
 
 import asyncio
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import groupby
 
 import httpx2
 
 from probes.config import RunSettings, check_run_settings
 from probes.deployment import Deployment
+from probes.errors import ProbeError
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.runner import Progress, run_probe
+from probes.sink import NullSink, RunSink
 from probes.wording import RECORD_FAILED
 from probes.workloads import build_prompts
 from settings import Settings
 
-FinishSink = Callable[[RunResult | None, BaseException | None], None]
 _STOP = "stop"
 HEARTBEAT_INTERVAL_S = 5.0  # a run beats this often while it runs; db/ derives the staleness and sweep from it
+MAX_BATCH = 500  # finished requests handed to the sink in one call at most
+
+
+class _Queued(NullSink):
+    """The sink run_probe is given on the event loop: it queues each event for the sink thread."""
+
+    def __init__(self, events: "queue.SimpleQueue[tuple[str, object]]") -> None:
+        self.events = events
+
+    def deployment(self, deployment: Deployment) -> None:
+        self.events.put(("deployment", deployment))
+
+    def samples(self, samples: Sequence[RequestSample]) -> None:
+        for sample in samples:
+            self.events.put(("sample", sample))
+
+    def level_finished(self, level: LevelResult) -> None:
+        self.events.put(("level", level))
 
 
 class ProbeRun:
     """Start with .start(); poll .progress(); .cancel() keeps what finished; .wait() then .result().
 
-    on_sample / on_level / on_deployment / on_finish run in order in one sink thread, never on the event loop, so a
-    slow sink (a database write) does not distort the timings. on_heartbeat runs in a thread of its own every
-    heartbeat_s until on_finish has run, whether samples arrive or not (a slow endpoint) and however long the sink
-    takes. on_deployment is called once, before the first level's samples, when the server told the deployment.
+    The run's sink (probes/sink.py) hears of it in order, from one sink thread, never on the event loop, so a slow
+    sink (a database write) does not distort the timings: requests that finished meanwhile come as one batch. Its
+    heartbeat runs in a thread of its own every heartbeat_s until the run ended, whether samples arrive or not (a slow
+    endpoint) and however long the sink takes. Without a sink nothing hears of the run but its result.
     """
 
     def __init__(
         self,
         settings: RunSettings,
         *,
-        on_sample: Callable[[RequestSample], None] | None = None,
-        on_level: Callable[[LevelResult], None] | None = None,
-        on_finish: FinishSink | None = None,
-        on_heartbeat: Callable[[], None] | None = None,
-        on_deployment: Callable[[Deployment], None] | None = None,
+        sink: RunSink | None = None,
         heartbeat_s: float = HEARTBEAT_INTERVAL_S,
         transport: httpx2.AsyncBaseTransport | None = None,
         limits: Settings | None = None,
     ) -> None:
         self.settings = settings
-        self._on_sample = on_sample
-        self._on_level = on_level
-        self._on_finish = on_finish
-        self._on_heartbeat = on_heartbeat
-        self._on_deployment = on_deployment
+        self._sink = sink
+        self.run_id: str | None = None  # the sink's id of the run, once started
         self._heartbeat_s = heartbeat_s
         self._transport = transport
         self._limits = limits
@@ -63,14 +76,24 @@ class ProbeRun:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> "ProbeRun":
-        """Check the settings here (ProbeSettingsError, WorkloadError raise in the caller), then start the threads."""
-        check_run_settings(self.settings, self._limits)
-        build_prompts(self.settings, self.settings.requests_per_level)
+        """Tell the sink, check the settings (ProbeSettingsError, WorkloadError raise here), start the threads.
+
+        Refused settings end the sink's run as failed before they raise; the sink's own failure to start raises.
+        """
+        if self._sink is not None:
+            self.run_id = self._sink.started(self.settings)
+        try:
+            check_run_settings(self.settings, self._limits)
+            build_prompts(self.settings, self.settings.requests_per_level)
+        except ProbeError as exc:
+            if self._sink is not None:
+                self._call(self._sink.failed, exc)
+            raise
         self._threads = [
             threading.Thread(target=self._work, name="probe-run", daemon=True),
-            threading.Thread(target=self._sink, name="probe-sink", daemon=True),
+            threading.Thread(target=self._drain, name="probe-sink", daemon=True),
         ]
-        if self._on_heartbeat is not None:
+        if self._sink is not None:
             self._threads.append(threading.Thread(target=self._beat, name="probe-heartbeat", daemon=True))
         for thread in self._threads:
             thread.start()
@@ -115,9 +138,7 @@ class ProbeRun:
                     raise asyncio.CancelledError
                 return await run_probe(
                     self.settings,
-                    on_sample=lambda s: self._queue.put(("sample", s)),
-                    on_level=lambda lv: self._queue.put(("level", lv)),
-                    on_deployment=lambda d: self._queue.put(("deployment", d)),
+                    sink=_Queued(self._queue),
                     progress=self._progress,
                     transport=self._transport,
                     limits=self._limits,
@@ -134,9 +155,7 @@ class ProbeRun:
             loop.close()
             self._queue.put((_STOP, None))
 
-    def _call(self, func: Callable[..., None] | None, *args: object) -> None:
-        if func is None:
-            return
+    def _call(self, func: Callable[..., None], *args: object) -> None:
         try:
             func(*args)
         except Exception as exc:  # a sink failure is reported, not fatal to the run
@@ -144,15 +163,31 @@ class ProbeRun:
             self._progress.update(message=RECORD_FAILED.format(error=exc))
 
     def _beat(self) -> None:
+        sink = self._sink
+        assert sink is not None
         while not self._finished.wait(self._heartbeat_s):
-            self._call(self._on_heartbeat)
+            self._call(sink.heartbeat)
 
-    def _sink(self) -> None:
-        while True:
-            kind, payload = self._queue.get()
-            if kind == _STOP:
-                break
-            sinks = {"sample": self._on_sample, "level": self._on_level, "deployment": self._on_deployment}
-            self._call(sinks[kind], payload)
-        self._call(self._on_finish, self._result, self._error)
+    def _drain(self) -> None:
+        """The sink thread: hand the queued events to the sink in order, finished requests in batches."""
+        sink = self._sink or NullSink()
+        stopped = False
+        while not stopped:
+            events = [self._queue.get()]
+            while len(events) < MAX_BATCH and not self._queue.empty():
+                events.append(self._queue.get())
+            for kind, group in groupby(events, key=lambda event: event[0]):
+                payloads = [payload for _, payload in group]
+                if kind == _STOP:
+                    stopped = True
+                elif kind == "sample":
+                    self._call(sink.samples, payloads)
+                else:
+                    call = sink.deployment if kind == "deployment" else sink.level_finished
+                    for payload in payloads:
+                        self._call(call, payload)
+        if self._result is not None:
+            self._call(sink.finished, self._result)
+        else:
+            self._call(sink.failed, self._error)
         self._finished.set()

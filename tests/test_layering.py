@@ -1,4 +1,4 @@
-"""The house's layering: packages never import Streamlit, only db/ knows SQLAlchemy, probes/ reaches db/ openly once."""
+"""The house's layering: no Streamlit in packages, SQL only in db/, probes/ reaches db/ once, no import cycles."""
 
 import ast
 from dataclasses import dataclass
@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import ROOT
 
-PACKAGES = ("tco", "selector", "perf", "probes", "db", "catalog", "i18n")
+PACKAGES = ("tco", "selector", "perf", "probes", "fakeserver", "db", "catalog", "i18n")
 APP_CODE = ("app.py", "settings.py", "views", "ui", *PACKAGES)
 SQL_LIBRARIES = ("sqlalchemy", "alembic", "psycopg", "sqlite3")
 # The one module of probes/ that may wire the probe to the database: the command line's entry point.
@@ -140,3 +140,96 @@ def test_facts_are_read_from_the_catalog_never_through_the_advisor() -> None:
     exported = _names_from_catalog("selector") & set(__import__("selector").__all__)
     assert not exported, f"selector/__init__ re-exports catalog names: {exported}"
     assert not [m for m in ("models", "engines", "quantization", "kvcache") if (ROOT / "selector" / f"{m}.py").exists()]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(names: tuple[str, ...]) -> dict[str, set[str]]:
+    """Each module of the app's code and the modules of it that it imports (anywhere in the file, relative too)."""
+    modules = {_module_name(path): path for path in _python_files(*names)}
+
+    def known(name: str) -> str | None:  # the module itself, else the package that holds the name
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        targets: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets |= {known(alias.name) for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join([*package[: len(package) - node.level + 1], *([base] if base else [])])
+                targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else known(base) for a in node.names}
+        graph[name] = {target for target in targets if target is not None and target != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles: each group of modules that reach one another (Tarjan's strongly connected components)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_the_cycle_finder_sees_cycles_through_function_imports_and_relative_imports(tmp_path: Path) -> None:
+    graph = {"a.x": {"a.y"}, "a.y": {"a.z"}, "a.z": {"a.x"}, "a.w": {"a.x"}}
+    assert _cycles(graph) == [["a.x", "a.y", "a.z"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """Module-level and function-level imports both count: a cycle hidden in a function is still a cycle."""
+    cycles = _cycles(_import_graph(APP_CODE))
+    assert not cycles, "modules that import each other (directly or round a loop): " + "; ".join(
+        " <-> ".join(group) for group in cycles
+    )
+
+
+def test_the_test_server_stands_alone_and_probes_reach_it_only_through_the_old_command() -> None:
+    """fakeserver/ serves any client (no project package behind it); probes/ keeps only its old command."""
+    project = {name.removesuffix(".py") for name in APP_CODE} - {"fakeserver"}
+    inside = [
+        f"{_rel(path)}:{i.line} imports {i.module}"
+        for path in _python_files("fakeserver")
+        for i in _imports(path)
+        if i.module in project
+    ]
+    shim = "probes/fakeserver.py"
+    outside = [
+        f"{_rel(path)}:{i.line}"
+        for path in _python_files(*APP_CODE)
+        if not _rel(path).startswith("fakeserver/") and _rel(path) != shim
+        for i in _imports(path)
+        if i.module == "fakeserver"
+    ]
+    assert not inside, f"fakeserver/ must not import the project's packages: {inside}"
+    assert not outside, f"only {shim} (the old command) may import fakeserver/ in the app's code: {outside}"

@@ -8,8 +8,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from probes.cli import build_parser
+from probes.cli_options import CliOptions
+from probes.field_text import allowed_text, default_text, flag_of
 from probes.form import ProbeForm, RunsView
-from probes.options import CliOptions, allowed_text, default_text, flag_of
 from selector import AdviceRequest
 from tco import TcoInputs
 from tco.compare_inputs import CompareInputs

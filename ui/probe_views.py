@@ -10,11 +10,12 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from streamlit.delta_generator import DeltaGenerator
 
-from db.runs import error_summary, get_run, load_samples, sample_counts
+from db.run_queries import error_summary, get_run, load_samples, sample_counts
 from i18n import N_
 from probes.baseline import scaling_sentence
 from probes.deployment import deployment_text
 from probes.export import levels_csv, result_json, samples_csv, turns_csv
+from probes.field_text import allowed_text, limits_of, max_length_of
 from probes.figures import (
     compare_rows,
     error_rows,
@@ -28,7 +29,6 @@ from probes.figures import (
 )
 from probes.form import cost_params, default_cost_level
 from probes.models import RunResult, RunStatus
-from probes.options import allowed_text, limits_of, max_length_of
 from probes.wording import note_text
 from ui.concepts import concept_note
 from ui.lang import _

@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from db.runs import RunRecorder, get_run, sample_counts
+from db.recorder import RunRecorder
+from db.run_queries import get_run, sample_counts
 from i18n import N_
 from probes import (
     ProbeError,
@@ -356,24 +357,16 @@ def _start(form: ProbeForm) -> bool:
     except ProbeError as exc:
         st.session_state[START_ERROR] = str(exc)
         return False
-    recorder = RunRecorder(get_engine(), settings)
-    run = ProbeRun(
-        settings,
-        on_sample=recorder.on_sample,
-        on_level=recorder.on_level,
-        on_heartbeat=recorder.on_heartbeat,
-        on_deployment=recorder.on_deployment,
-        on_finish=recorder.on_finish,
-    )
+    run = ProbeRun(settings, sink=RunRecorder(get_engine()))
     try:
-        run.start()
+        run.start()  # a refusal is recorded as the stored run's end
     except ProbeError as exc:
-        recorder.on_finish(None, exc)
         st.session_state[START_ERROR] = str(exc)
         return False
+    assert run.run_id is not None  # the recorder stores every run it starts
     st.session_state[RUN] = run
-    st.session_state[RUN_ID] = recorder.run_id
-    live_runs().add(recorder.run_id, run)
+    st.session_state[RUN_ID] = run.run_id
+    live_runs().add(run.run_id, run)
     st.session_state[CANCELLING] = False
     st.session_state.pop(LAST, None)
     return True

@@ -6,10 +6,10 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from db.runs import (
-    RunRow,
+from db.recorder import delete_run
+from db.run_queries import (
+    StoredRun,
     best_request_rates,
-    delete_run,
     get_run,
     get_run_row,
     list_runs,
@@ -42,7 +42,7 @@ state = PageState(PAGE, RunsView)
 K = state.key
 
 
-def row_label(row: RunRow) -> str:
+def row_label(row: StoredRun) -> str:
     """A run in a list: its label (or model), start time, status and short id; plain text."""
     name = row.label or row.model
     return f"{name} · {row.started_at:%Y-%m-%d %H:%M} · {status_name(row.status)} · {row.id[:8]}"
@@ -54,11 +54,11 @@ def _filter(label: str, alias: str, values: list[str], every: str) -> None:
     st.selectbox(label, options, key=K(alias), format_func=lambda v: v or every)
 
 
-def _known_selection(rows: list[RunRow]) -> dict[str, RunRow]:
+def _known_selection(rows: list[StoredRun]) -> dict[str, StoredRun]:
     """The opened runs that exist (the link may name deleted ones), by id; say which were dropped."""
     listed = {row.id: row for row in rows}
     chosen: list[str] = list(st.session_state.get(K("runs")) or [])
-    found: dict[str, RunRow] = {}
+    found: dict[str, StoredRun] = {}
     missing: list[str] = []
     for run_id in chosen:
         row = listed.get(run_id) or get_run_row(get_engine(), run_id)
@@ -75,7 +75,7 @@ def _known_selection(rows: list[RunRow]) -> dict[str, RunRow]:
     return found
 
 
-def _list(rows: list[RunRow]) -> None:
+def _list(rows: list[StoredRun]) -> None:
     """The runs: the newest as text first (no data grid to load before it), all of them in a grid one tab away."""
     newest, every = st.tabs(
         [_("Newest"), _("Every run: sort, search, download")],  # no count: the open tab stays open as it changes
@@ -89,7 +89,7 @@ def _list(rows: list[RunRow]) -> None:
             _table(rows)
 
 
-def _list_rows(rows: list[RunRow]) -> list[dict[str, object]]:
+def _list_rows(rows: list[StoredRun]) -> list[dict[str, object]]:
     """The list's columns, one dict per run (labels in this page's language): both of its views show these."""
     peaks = peak_output_tok_s(get_engine(), [row.id for row in rows])
     rates = best_request_rates(get_engine(), [row.id for row in rows])
@@ -121,7 +121,7 @@ def _cell(value: object) -> str:
     return escape_markdown(str(value))
 
 
-def _newest(rows: list[RunRow], count: int) -> None:
+def _newest(rows: list[StoredRun], count: int) -> None:
     """The newest runs as a Markdown table, in a box that scrolls: the same columns as the grid."""
     table = _list_rows(rows)
     header = list(table[0])
@@ -139,7 +139,7 @@ def _newest(rows: list[RunRow], count: int) -> None:
         )
 
 
-def _table(rows: list[RunRow]) -> None:
+def _table(rows: list[StoredRun]) -> None:
     started = _("started")
     st.dataframe(
         pd.DataFrame(_list_rows(rows)),
@@ -281,7 +281,7 @@ def body() -> None:
             _controls(rows, selected)
 
 
-def _controls(rows: list[RunRow], selected: dict[str, RunRow]) -> None:
+def _controls(rows: list[StoredRun], selected: dict[str, StoredRun]) -> None:
     """The list's filters, and the runs to open."""
     endpoints, models = run_filters(get_engine())
     st.subheader(_("Filter the list"))

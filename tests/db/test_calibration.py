@@ -9,10 +9,11 @@ from sqlalchemy import Engine, text
 
 from db import CalibrationLevel, calibration_runs, get_run, init_db, list_runs, make_engine
 from db.migrate import upgrade
-from db.runs import RunRecorder, add_level, create_run, finish_run, get_run_row
+from db.recorder import RunRecorder, add_level, create_run, finish_run
+from db.run_queries import get_run_row
+from fakeserver import Behaviour, serve_in_thread
 from probes import ProbeRun, RunSettings, RunStatus
 from probes.deployment import Deployment
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.metrics import summarize_level
 from probes.models import RequestSample, TokenSource
 
@@ -153,18 +154,19 @@ def test_the_deployment_a_run_detects_is_stored_as_it_is_told(any_database_url: 
         settings = RunSettings(
             base_url=server.base_url, model="served", concurrency=(1, 2), requests_per_level=2, deployment=given
         )
-        recorder = RunRecorder(engine, settings)
-        row = get_run_row(engine, recorder.run_id)
-        assert row is not None and row.deploy_engine is None and row.deploy_gpu == "h100-80gb-sxm"
-        probe = ProbeRun(
-            settings,
-            on_sample=recorder.on_sample,
-            on_level=recorder.on_level,
-            on_deployment=recorder.on_deployment,
-            on_finish=recorder.on_finish,
-        ).start()
+        before: list[object] = []
+
+        class Recorder(RunRecorder):  # what the row held when the server told the deployment
+            def deployment(self, deployment: Deployment) -> None:
+                before.append(get_run_row(engine, self._id()))
+                super().deployment(deployment)
+
+        recorder = Recorder(engine)
+        probe = ProbeRun(settings, sink=recorder).start()
         assert probe.wait(30)
     assert probe.sink_errors == []
+    (row,) = before
+    assert row is not None and row.deploy_engine is None and row.deploy_gpu == "h100-80gb-sxm"
     stored = get_run(engine, recorder.run_id, with_samples=False)
     assert stored is not None and stored.status == RunStatus.COMPLETED
     assert stored.settings.deployment == H100_LLAMA.model_copy(

@@ -16,20 +16,11 @@ from sqlalchemy import Engine, text
 
 from db import INTERRUPTED_WITHIN_S, init_db, make_engine, start_recovery
 from db.reaper import SWEEP_INTERVAL_S, Sweeper, start_sweeper, stop_sweeper, sweep
-from db.runs import (
-    HEARTBEAT_STALE_S,
-    RunRecorder,
-    _host,
-    add_level,
-    add_sample,
-    create_run,
-    get_run,
-    get_run_row,
-    load_levels,
-    load_samples,
-)
+from db.recorder import RunRecorder, add_level, add_sample, create_run
+from db.recovery import HEARTBEAT_STALE_S, _host
+from db.run_queries import get_run, get_run_row, load_levels, load_samples
+from fakeserver import Behaviour, serve_in_thread
 from probes import ProbeRun, RunSettings, RunStatus, SloTargets, Timeouts
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.metrics import summarize_level
 from probes.models import RequestSample, TokenSource
 from probes.worker import HEARTBEAT_INTERVAL_S
@@ -196,17 +187,10 @@ def test_a_slow_run_keeps_beating_without_samples_and_is_never_marked(database_u
             scrape_metrics=False,
             timeouts=Timeouts(connect_s=5, ttft_s=30, stall_s=30),
         )
-        recorder = RunRecorder(engine, run_settings)
+        recorder = RunRecorder(engine)
         sweeper = Sweeper(engine, interval_s=0.05, stale_after_s=stale_after_s).start()
         try:
-            probe = ProbeRun(
-                run_settings,
-                on_sample=recorder.on_sample,
-                on_level=recorder.on_level,
-                on_heartbeat=recorder.on_heartbeat,
-                on_finish=recorder.on_finish,
-                heartbeat_s=0.1,
-            ).start()
+            probe = ProbeRun(run_settings, heartbeat_s=0.1, sink=recorder).start()
             seen: set[str] = set()
             while not probe.wait(0.05):
                 seen.add(status(engine, recorder.run_id))

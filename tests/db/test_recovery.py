@@ -14,9 +14,12 @@ import pytest
 from sqlalchemy import Engine, text
 
 from db import INTERRUPTED_WITHIN_S, get_run, init_db, list_runs, make_engine, recover_orphaned_runs
-from db.runs import HEARTBEAT_STALE_S, RunRow, add_level, add_sample, create_run, get_run_row, load_samples
+from db.recorder import add_level, add_sample, create_run
+from db.recovery import HEARTBEAT_STALE_S
+from db.run_queries import get_run_row, load_samples
+from db.run_tables import RunRow
+from fakeserver import serve_in_thread
 from probes import RunSettings, SloTargets
-from probes.fakeserver import serve_in_thread
 from probes.metrics import summarize_level
 from probes.models import RequestSample, RunStatus, TokenSource
 from tests.pg import create_database

@@ -8,22 +8,11 @@ import pytest
 from sqlalchemy import Engine, text
 
 from db import init_db, make_engine
-from db.runs import (
-    RunRecorder,
-    add_sample,
-    create_run,
-    delete_run,
-    finish_run,
-    get_run,
-    get_run_row,
-    heartbeat,
-    level_aggregates,
-    list_runs,
-    recover_interrupted_runs,
-    run_filters,
-)
+from db.recorder import RunRecorder, add_sample, create_run, delete_run, finish_run, heartbeat
+from db.recovery import recover_interrupted_runs
+from db.run_queries import get_run, get_run_row, level_aggregates, list_runs, run_filters
+from fakeserver import Behaviour, serve_in_thread
 from probes import ProbeRun, RunSettings, RunStatus, run_probe
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.models import ErrorKind, RequestSample, TokenSource
 
 KEY = "sk-db-test-SECRET-987"
@@ -72,14 +61,8 @@ def test_a_real_run_is_stored_as_it_goes_and_loads_back(any_database_url: str) -
     engine = engine_for(any_database_url)
     with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=4), api_key=KEY) as server:
         run_settings = settings(server.base_url)
-        recorder = RunRecorder(engine, run_settings)
-        probe = ProbeRun(
-            run_settings,
-            on_sample=recorder.on_sample,
-            on_level=recorder.on_level,
-            on_heartbeat=recorder.on_heartbeat,
-            on_finish=recorder.on_finish,
-        ).start()
+        recorder = RunRecorder(engine)
+        probe = ProbeRun(run_settings, sink=recorder).start()
         assert probe.wait(20)
     result = probe.result()
     assert result.status == RunStatus.COMPLETED and not probe.sink_errors
@@ -153,9 +136,10 @@ def test_a_run_whose_process_died_is_marked_interrupted_with_its_samples_kept(an
 def test_cli_style_run_with_unreachable_endpoint_is_stored_failed(database_url: str) -> None:
     engine = engine_for(database_url)
     run_settings = settings("http://127.0.0.1:9/v1")
-    recorder = RunRecorder(engine, run_settings)
-    result = asyncio.run(run_probe(run_settings, on_sample=recorder.on_sample))
-    recorder.on_finish(result, None)
+    recorder = RunRecorder(engine)
+    recorder.started(run_settings)
+    result = asyncio.run(run_probe(run_settings, sink=recorder))
+    recorder.finished(result)
     row = get_run_row(engine, recorder.run_id)
     assert row.status == RunStatus.FAILED and "cannot reach" in row.error and row.finished_at is not None
     engine.dispose()
@@ -163,9 +147,10 @@ def test_cli_style_run_with_unreachable_endpoint_is_stored_failed(database_url: 
 
 def test_opening_a_run_without_samples_gives_the_same_levels_and_counts_in_sql(database_url: str) -> None:
     from db import init_db, make_engine
-    from db.runs import RunRecorder, error_summary, get_run, sample_counts
+    from db.recorder import RunRecorder
+    from db.run_queries import error_summary, get_run, sample_counts
+    from fakeserver import serve_in_thread
     from probes.config import RunSettings
-    from probes.fakeserver import serve_in_thread
     from probes.figures import error_rows
     from probes.worker import ProbeRun
 
@@ -179,14 +164,14 @@ def test_opening_a_run_without_samples_gives_the_same_levels_and_counts_in_sql(d
             requests_per_level=3,
             max_tokens=4,
         )
-        rec = RunRecorder(engine, settings)
-        run = ProbeRun(settings, on_sample=rec.on_sample, on_level=rec.on_level, on_finish=rec.on_finish).start()
+        rec = RunRecorder(engine)
+        run = ProbeRun(settings, sink=rec).start()
         assert run.wait(30)
         failing = RunSettings(
             base_url=fake.base_url, model="fake:fault=500", concurrency=(1,), requests_per_level=2, max_tokens=4
         )
-        rec2 = RunRecorder(engine, failing)
-        run2 = ProbeRun(failing, on_sample=rec2.on_sample, on_level=rec2.on_level, on_finish=rec2.on_finish).start()
+        rec2 = RunRecorder(engine)
+        run2 = ProbeRun(failing, sink=rec2).start()
         assert run2.wait(30)
     for recorder in (rec, rec2):
         full = get_run(engine, recorder.run_id)

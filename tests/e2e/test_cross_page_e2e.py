@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from catalog import find_gpu
-from probes.fakeserver import serve_in_thread
+from fakeserver import serve_in_thread
 from selector import AdviceRequest, advise
 from tco.throughput import estimate_advice
 from tests.e2e.helpers import (

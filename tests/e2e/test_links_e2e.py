@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from probes.fakeserver import serve_in_thread
+from fakeserver import serve_in_thread
 from tests.e2e.helpers import (
     PROBE_MS,
     WARNING,

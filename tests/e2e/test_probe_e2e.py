@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.conftest import ARTIFACTS
 from tests.e2e.helpers import (
     MAX_IN_SLO,

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Page, expect
 
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.e2e.helpers import (
     PROBE_MS,
     assert_no_traceback,

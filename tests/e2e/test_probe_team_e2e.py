@@ -18,8 +18,8 @@ from playwright.sync_api import BrowserContext, Page, expect
 from sqlalchemy import text
 
 from db import init_db, list_runs, make_engine
-from db.runs import load_samples
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
+from db.run_queries import load_samples
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.e2e.helpers import (
     PROBE_MS,
     assert_no_traceback,

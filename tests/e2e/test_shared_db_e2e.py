@@ -52,7 +52,7 @@ def test_a_scenario_saved_on_one_replica_opens_on_another(browser: Browser, post
 
 
 def test_a_probe_run_on_one_replica_is_listed_and_opened_on_another(browser: Browser, postgres_base_url: str) -> None:
-    from probes.fakeserver import Behaviour, serve_in_thread
+    from fakeserver import Behaviour, serve_in_thread
 
     url = create_database(postgres_base_url, "shared_runs")
     with (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.pages.apptest import metric, newest_list, open_page
 from tests.pages.test_runs_page import engine, record  # noqa: F401 (the fixture)
 from tests.support import ROOT

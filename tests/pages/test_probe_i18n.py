@@ -13,10 +13,11 @@ from sqlalchemy import Engine
 from streamlit.testing.v1 import AppTest
 
 from db import init_db, make_engine
-from db.runs import RunRecorder, get_run, list_runs
+from db.recorder import RunRecorder
+from db.run_queries import get_run, list_runs
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from i18n import translate
 from probes import ProbeRun, RunSettings, Timeouts
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes.wording import MAX_LEVELS, SEARCH_STOPPED, TOO_MANY_FAILED, UNCALIBRATED, note_text
 from tests.pages.apptest import (
     KEPT_WORDS,
@@ -237,15 +238,8 @@ def _record(engine: Engine, fake: FakeServer, model: str, label: str = "", level
         requests_per_level=3,
         timeouts=Timeouts(connect_s=2, ttft_s=5, stall_s=5),
     )
-    recorder = RunRecorder(engine, settings)
-    run = ProbeRun(
-        settings,
-        on_sample=recorder.on_sample,
-        on_level=recorder.on_level,
-        on_heartbeat=recorder.on_heartbeat,
-        on_deployment=recorder.on_deployment,
-        on_finish=recorder.on_finish,
-    ).start()
+    recorder = RunRecorder(engine)
+    run = ProbeRun(settings, sink=recorder).start()
     assert run.wait(30)
     return recorder.run_id
 

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import text
 
 from db import init_db, make_engine
-from db.runs import get_run, list_runs
+from db.run_queries import get_run, list_runs
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import RunStatus
 from probes.export import result_json
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, texts
 from tests.support import free_port
 

@@ -6,8 +6,8 @@ from urllib.parse import parse_qsl
 import pytest
 
 from db import init_db, make_engine
-from db.runs import get_run, list_runs
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
+from db.run_queries import get_run, list_runs
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, open_tab, runs_grid, texts
 
 

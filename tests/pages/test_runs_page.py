@@ -7,11 +7,12 @@ from collections.abc import Iterator
 import pytest
 
 from db import init_db, make_engine
-from db.runs import RunRecorder, get_run, get_run_row
+from db.recorder import RunRecorder
+from db.run_queries import get_run, get_run_row
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import ProbeRun, RunSettings, Timeouts
 from probes.deployment import Deployment, deployment_text
 from probes.export import levels_csv, result_json
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.pages.apptest import metric, newest_list, open_page, open_tab, runs_grid, texts
 from ui.text import escape_markdown
 
@@ -52,15 +53,8 @@ def record(
         timeouts=Timeouts(connect_s=2, ttft_s=5, stall_s=5),
         **changes,
     )
-    recorder = RunRecorder(engine, settings)
-    run = ProbeRun(
-        settings,
-        on_sample=recorder.on_sample,
-        on_level=recorder.on_level,
-        on_heartbeat=recorder.on_heartbeat,
-        on_deployment=recorder.on_deployment,
-        on_finish=recorder.on_finish,
-    ).start()
+    recorder = RunRecorder(engine)
+    run = ProbeRun(settings, sink=recorder).start()
     assert run.wait(30)
     return recorder.run_id
 

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
+from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import RunSettings, Timeouts
-from probes.fakeserver import Behaviour, FakeServer, serve_in_thread
 
 FAST = Behaviour(ttft_ms=20, tpot_ms=2, tokens=12)
 SHORT_TIMEOUTS = Timeouts(connect_s=2, ttft_s=0.6, stall_s=0.3, overlength_extra_tokens=4)

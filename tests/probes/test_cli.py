@@ -12,13 +12,13 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from db import get_run, init_db, list_runs, make_engine
+from fakeserver import Behaviour, serve_in_thread
 from probes.__main__ import main
 from probes.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, build_parser, parse_options, run_cli
+from probes.cli_options import DEPLOYMENT_FIELDS, SLO_AND_TIMEOUT_FIELDS, SWITCHES, CliOptions
 from probes.config import ApiKind, RunSettings, SessionVariant, WorkloadKind
 from probes.deployment import Deployment
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.form import ProbeForm
-from probes.options import DEPLOYMENT_FIELDS, SLO_AND_TIMEOUT_FIELDS, SWITCHES, CliOptions
 from tests.support import ROOT, free_port
 from ui.params import to_params, validate_params
 

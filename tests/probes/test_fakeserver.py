@@ -1,4 +1,4 @@
-"""The fake server itself: its timing record, keep-alive, its endpoints, and `python -m probes.fakeserver`."""
+"""The fake server itself: its timing record, keep-alive, its endpoints, `python -m fakeserver` and its old name."""
 
 import json
 import socket
@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from probes.fakeserver import Behaviour, serve_in_thread
+from fakeserver import Behaviour, serve_in_thread
 from probes.prom import metrics_url_for, parse_metrics
 from tests.support import ROOT, free_port, wait_http, wait_until
 
@@ -133,10 +133,11 @@ def test_only_loopback() -> None:
         serve_in_thread(host="0.0.0.0").__enter__()
 
 
-def test_runs_as_a_module() -> None:
+@pytest.mark.parametrize("module", ["fakeserver", "probes.fakeserver"])
+def test_runs_as_a_module(module: str) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "probes.fakeserver", "--port", str(port), "--tokens", "3"],
+        [sys.executable, "-m", module, "--port", str(port), "--tokens", "3"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from db import init_db, make_engine
-from db.runs import get_run, list_runs
+from db.run_queries import get_run, list_runs
+from fakeserver import Batching, Behaviour, serve_in_thread
 from probes import RunSettings
 from probes.__main__ import main
 from probes.cli import EXIT_OK, EXIT_USAGE, parse_options
 from probes.deployment import STORED
 from probes.errors import ProbeSettingsError
-from probes.fakeserver import Batching, Behaviour, serve_in_thread
 from probes.form import ProbeForm, cost_params, default_cost_level
-from probes.models import LevelResult, RunResult, RunStatus, SloOutcome, Stats
-from probes.ratesearch import StopReason, search_of_levels
+from probes.models import LevelResult, RunResult, RunStatus, SloOutcome, Stats, StopReason
+from probes.ratesearch import search_of_levels
 from probes.runner import run_probe
 from settings import Settings
 from tco import TcoInputs, estimate
@@ -72,7 +72,8 @@ def test_the_rate_flags_round_trip_through_the_command_line_and_the_link() -> No
 
 
 def _cli_only() -> list[str]:
-    from probes.options import CliOptions, ProbeOptions
+    from probes.cli_options import CliOptions
+    from probes.options import ProbeOptions
 
     return [name for name in CliOptions.model_fields if name not in ProbeOptions.model_fields]
 

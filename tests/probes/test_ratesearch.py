@@ -12,14 +12,14 @@ from itertools import islice
 
 import pytest
 
+from fakeserver import Batching, Behaviour, FakeServer, serve_in_thread
 from probes import RunSettings, SloTargets, Timeouts
 from probes.client import close_quietly, make_client, make_http
-from probes.fakeserver import Batching, Behaviour, FakeServer, serve_in_thread
 from probes.level import Level, LevelPlan
 from probes.metrics import summarize_level
-from probes.models import LevelResult
+from probes.models import LevelResult, RateOutcome, RateSearch, StopReason
 from probes.progress import Progress
-from probes.ratesearch import RateOutcome, RateSearch, StopReason, arrival_gaps, find_max_rate, parse_rates
+from probes.ratesearch import arrival_gaps, find_max_rate, parse_rates
 from probes.runner import run_probe
 from probes.transport import LeanTransport
 from probes.workloads import build_prompts

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import httpx2
 import pytest
 
+from fakeserver import Behaviour, serve_in_thread
 from probes.client import make_client, make_http, send_request
 from probes.connection import Connection, SockTransport
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.http11 import ClosedWithoutResponse
 from probes.models import ErrorKind, RequestSample
 from probes.runner import run_probe

@@ -3,10 +3,12 @@
 import asyncio
 import json
 import statistics
+import threading
 import time
 
 import pytest
 
+from fakeserver import Behaviour, serve_in_thread
 from probes import (
     ErrorKind,
     ProbeRun,
@@ -19,11 +21,11 @@ from probes import (
     list_models,
     run_probe,
 )
-from probes.fakeserver import Behaviour, serve_in_thread
+from probes.sink import MemorySink
 from probes.workloads import SEED_PROMPTS, build_prompts
 from settings import Settings
 from tests.probes.conftest import settings_for
-from tests.support import free_port
+from tests.support import free_port, wait_until
 
 
 def run(settings, **kwargs):
@@ -31,12 +33,12 @@ def run(settings, **kwargs):
 
 
 def test_sweep_measures_the_server_timing(fake) -> None:
-    seen = []
-    levels = []
+    sink = MemorySink()
     settings = settings_for(
         fake, "fake:ttft_ms=40,tpot_ms=5,tokens=10", concurrency=(1, 4), requests_per_level=8, warmup_requests=2
     )
-    result = run(settings, on_sample=seen.append, on_level=levels.append)
+    result = run(settings, sink=sink)
+    seen, levels = sink.sample_list, sink.levels
     assert result.status == RunStatus.COMPLETED and result.error is None
     assert [lv.concurrency for lv in result.levels] == [1, 4] and levels == result.levels
     assert len(seen) == 16 == len(result.samples)  # warm-up not counted
@@ -215,14 +217,38 @@ def test_absurd_settings_are_refused(fake) -> None:
         run(settings_for(fake, base_url="http://169.254.169.254/v1"), limits=limits)
     with pytest.raises(ProbeSettingsError, match="PROBE_ALLOWED_HOSTS"):
         run(settings_for(fake), limits=Settings(probe_allowed_hosts="gpu-box.internal"))
-    with pytest.raises(ProbeSettingsError):
-        ProbeRun(settings_for(fake, concurrency=(1, 16)), limits=limits).start()  # refused in the caller's thread
+    sink = MemorySink()
+    with pytest.raises(ProbeSettingsError):  # refused in the caller's thread, and the sink hears the run failed
+        ProbeRun(settings_for(fake, concurrency=(1, 16)), sink=sink, limits=limits).start()
+    assert sink.events == ["started", "failed"] and isinstance(sink.error, ProbeSettingsError)
+
+
+def test_a_slow_sink_gets_the_requests_that_finished_meanwhile_in_one_batch(fake) -> None:
+    """The sink thread hands over what queued up while the sink was busy: one call, not one per request."""
+    release = threading.Event()
+
+    class Slow(MemorySink):
+        def samples(self, samples) -> None:
+            if self.batches == 0:
+                release.wait(20)  # the first write is slow: the rest of the run finishes meanwhile
+            super().samples(samples)
+
+    sink = Slow()
+    settings = settings_for(fake, "fake:ttft_ms=1,tpot_ms=1,tokens=2", concurrency=(4,), requests_per_level=12)
+    probe = ProbeRun(settings, sink=sink).start()
+    wait_until(lambda: probe.progress().phase == "finished")
+    release.set()
+    assert probe.wait(20)
+    result = probe.result()
+    assert sink.sample_list == result.samples and len(result.samples) == 12
+    assert sink.batches <= 3 and sink.events[-2:] == ["level", "finished"] and sink.result is result
 
 
 def test_cancel_keeps_finished_samples(fake) -> None:
-    samples, finished = [], []
+    sink = MemorySink()
+    samples = sink.sample_list
     settings = settings_for(fake, "fake:ttft_ms=5,tpot_ms=20,tokens=10", concurrency=(2, 4), requests_per_level=40)
-    probe = ProbeRun(settings, on_sample=samples.append, on_finish=lambda r, e: finished.append((r, e))).start()
+    probe = ProbeRun(settings, sink=sink).start()
     deadline = time.monotonic() + 10
     while len(samples) < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -235,7 +261,8 @@ def test_cancel_keeps_finished_samples(fake) -> None:
     assert 3 <= len(result.samples) < 40 and sorted(result.samples, key=key) == sorted(samples, key=key)
     assert all(s.ok for s in result.samples)  # requests in flight are dropped, not counted as failures
     assert len(result.levels) == 1 and result.levels[0].completed == len(samples)
-    assert finished == [(result, None)] and probe.progress().status == RunStatus.CANCELLED
+    assert sink.result is result and sink.error is None and sink.events.count("finished") == 1
+    assert probe.progress().status == RunStatus.CANCELLED
 
 
 def test_progress_is_visible_while_running(fake) -> None:

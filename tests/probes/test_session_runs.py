@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from fakeserver import WORDS, Behaviour, FakeServer, serve_in_thread
 from probes.__main__ import main
 from probes.cli import EXIT_OK, EXIT_USAGE
 from probes.config import ApiKind, SessionVariant, WorkloadKind
 from probes.errors import ProbeSettingsError
 from probes.export import samples_csv, turns_csv
-from probes.fakeserver import WORDS, Behaviour, FakeServer, serve_in_thread
 from probes.models import RunResult, RunStatus
 from probes.runner import run_probe
 from probes.sessions import SessionError, estimate_tokens

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 
 from probes.errors import ProbeError, WorkloadError
+from probes.models import TurnStats
 from probes.sessions import (
     MAX_PROBLEMS,
     Conversation,
     SessionError,
     SessionPlan,
-    TurnStats,
     check_conversations,
     estimate_tokens,
-    per_turn_stats,
     read_conversations,
     synthetic_conversations,
 )
+from probes.turn_stats import per_turn_stats
 from probes.workloads import VOCABULARY
 
 

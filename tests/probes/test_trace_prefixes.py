@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from fakeserver import PREFIX_BLOCK_WORDS, Behaviour, FakeServer, serve_in_thread
 from probes import Timeouts
 from probes.config import WorkloadKind
-from probes.fakeserver import PREFIX_BLOCK_WORDS, Behaviour, FakeServer, serve_in_thread
 from probes.models import RunResult, RunStatus
 from probes.runner import run_probe
-from probes.traces import BLOCK_TOKENS, CALIBRATION_WORDS
+from probes.trace_prompts import CALIBRATION_WORDS
+from probes.traces import BLOCK_TOKENS
 from tests.probes.conftest import settings_for
 
 FILLER = 10  # tokens after the blocks: each request's own text

@@ -3,19 +3,21 @@
 import asyncio
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from db import make_engine
-from db.runs import get_run, list_runs
+from db.run_queries import get_run, list_runs
+from fakeserver import FakeServer
 from probes.__main__ import main
 from probes.cli import EXIT_OK, EXIT_USAGE
 from probes.config import WorkloadKind
 from probes.export import samples_csv
-from probes.fakeserver import FakeServer
-from probes.models import RunResult, RunStatus
+from probes.models import RequestSample, RunResult, RunStatus
 from probes.runner import run_probe
+from probes.sink import NullSink
 from settings import get_settings
 from tests.probes.conftest import settings_for
 
@@ -137,7 +139,12 @@ def test_cancelling_a_replay_keeps_what_finished(fake: FakeServer, tmp_path: Pat
 
     async def replay() -> RunResult:
         finished = asyncio.Event()
-        task = asyncio.create_task(run_probe(settings, on_sample=lambda _: finished.set()))
+
+        class Finished(NullSink):
+            def samples(self, samples: Sequence[RequestSample]) -> None:
+                finished.set()
+
+        task = asyncio.create_task(run_probe(settings, sink=Finished()))
         await finished.wait()
         task.cancel()
         return await task

@@ -9,14 +9,12 @@ from pathlib import Path
 import pytest
 
 from probes.errors import ProbeError, WorkloadError
+from probes.trace_prompts import CALIBRATION_WORDS, Calibration, TracePromptBuilder
 from probes.traces import (
     BLOCK_TOKENS,
     BUILTIN_TRACES,
-    CALIBRATION_WORDS,
-    Calibration,
     TraceError,
     TraceFormat,
-    TracePromptBuilder,
     TraceRequest,
     check_trace,
     read_trace,

@@ -3,9 +3,9 @@
 import asyncio
 import time
 
+from fakeserver import Behaviour, serve_in_thread
 from probes.client import make_client, make_http, send_request
 from probes.connection import KERNEL_TIMESTAMPS
-from probes.fakeserver import Behaviour, serve_in_thread
 from probes.runner import run_probe
 from probes.transport import LeanTransport
 from probes.workloads import Prompt

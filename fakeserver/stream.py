@@ -1,108 +1,46 @@
-"""The test server's streamed answer: per-request behaviour and faults, SSE frames at known times, its record."""
+"""The test server's streamed answer: SSE frames at known times, faults mid-stream, and the server's record of it."""
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import socket
 import struct
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # the server that runs these streams (probes/fakeserver.py imports this module)
-    from probes.fakeserver import ServerConnection
+from fakeserver.behaviour import MID_STREAM_FAULTS, WORDS, Batching, Behaviour, RequestRecord, prompt_tokens
+from fakeserver.metrics import Counters
 
-FAULTS = frozenset(
-    {
-        "",
-        "401",
-        "404",
-        "429",
-        "500",
-        "reset",
-        "close",
-        "truncate",
-        "malformed",
-        "error_in_stream",
-        "json_body",
-        "big_line",
-        "never_end",
-        "stall",
-        "no_headers",
-        "close_no_headers",
-        "no_first_token",
-    }
-)
-MID_STREAM_FAULTS = frozenset({"reset", "close", "truncate", "malformed", "error_in_stream", "stall"})
 BIG_LINE_BYTES = 1 << 20
-WORDS = (" alpha", " beta", " gamma", " delta", " eps", " zeta", " eta", " theta")
 
 
-@dataclass(frozen=True)
-class Behaviour:
-    """Timing and faults of one response (server defaults, overridden per request)."""
+class StreamHost(Protocol):
+    """What a stream needs of its server (fakeserver/server.py's FakeServer): its loop, counters and queue."""
 
-    ttft_ms: float = 20.0  # from the request's arrival to the first output token
-    tpot_ms: float = 2.0  # between two consecutive tokens
-    tokens: int = 16  # output tokens (capped by the request's max_tokens)
-    tokens_per_chunk: int = 1
-    usage: bool = True  # honour stream_options.include_usage
-    role_chunk: bool = True  # a role-only first chunk, sent with the headers
-    reasoning_tokens: int = 0  # reasoning_content tokens before the content
-    fault: str = ""
-    fault_after: int = -1  # tokens sent before a mid-stream fault; -1: half of the tokens
-    fault_every: int = 1  # the fault hits every N-th request (by the server's request number); the others are served
-    retry_after_s: int = 1
+    loop: asyncio.AbstractEventLoop
+    counters: Counters
+    spec_acceptance: float | None
 
-    @classmethod
-    def parse(cls, spec: str, base: "Behaviour") -> "Behaviour":
-        """Apply ``key=value,key=value`` over base; unknown keys raise ValueError."""
-        changes: dict[str, Any] = {}
-        kinds = {f.name: f.type for f in dataclasses.fields(cls)}
-        for part in spec.split(","):
-            if not part.strip():
-                continue
-            key, _, value = part.partition("=")
-            key = key.strip()
-            if key not in kinds:
-                raise ValueError(f"unknown fake behaviour key {key!r}")
-            kind = kinds[key]
-            if kind in (bool, "bool"):
-                changes[key] = value.strip().lower() in ("1", "true", "yes", "on")
-            elif kind in (int, "int"):
-                changes[key] = int(value)
-            elif kind in (float, "float"):
-                changes[key] = float(value)
-            else:
-                changes[key] = value.strip()
-        result = dataclasses.replace(base, **changes)
-        if result.fault not in FAULTS:
-            raise ValueError(f"unknown fault {result.fault!r}")
-        return result
+    def stream_ended(self, stream: "FakeStream") -> None:
+        """The stream ended (finished, failed or aborted): admit the next waiting one."""
 
 
-@dataclass
-class RequestRecord:
-    """The server's own account of one request (perf_counter seconds)."""
+class StreamConnection(Protocol):
+    """What a stream needs of its connection (fakeserver/connection.py): the transport and the server."""
 
-    request_id: str
-    model: str
-    fault: str
-    received_s: float
-    started_s: float | None = None  # when it left the waiting queue (max_running)
-    headers_s: float | None = None
-    token_s: list[float] = field(default_factory=list)  # send time of each output chunk
-    chunk_tokens: list[int] = field(default_factory=list)
-    done_s: float | None = None
-    prompt: str | None = None  # the prompt's text, only when the server records prompts (FakeServer record_prompts)
+    transport: asyncio.Transport
 
-    def as_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return dataclasses.asdict(self)
+    @property
+    def server(self) -> StreamHost:
+        """The server the connection belongs to."""
+        ...
+
+    def response_done(self) -> None:
+        """The answer is complete: read the next request on this keep-alive connection."""
 
 
 def chunk(payload: bytes) -> bytes:
+    """One HTTP/1.1 chunk."""
     return b"%x\r\n%s\r\n" % (len(payload), payload)
 
 
@@ -110,15 +48,13 @@ def _sse(obj: Any) -> bytes:
     return chunk(b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n")
 
 
-def error_body(message: str, kind: str, code: Any) -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "code": code, "param": None}}).encode()
-
-
 class FakeStream:
     """One streaming response, driven by loop.call_at at absolute times."""
 
+    batching = Batching()  # the load-dependent mode (BatchedStream); off here
+
     def __init__(
-        self, conn: "ServerConnection", record: RequestRecord, beh: Behaviour, req: dict[str, Any], chat: bool
+        self, conn: StreamConnection, record: RequestRecord, beh: Behaviour, req: dict[str, Any], chat: bool
     ) -> None:
         self.conn = conn
         self.server = conn.server
@@ -171,6 +107,7 @@ class FakeStream:
         return chunk(b"data: " + self.head + body.encode() + b"}\n\n")
 
     def start(self) -> None:
+        """Answer now: the headers (and role chunk), then the tokens at their due times."""
         loop = self.server.loop
         now = time.perf_counter()
         self.record.started_s = now
@@ -318,6 +255,7 @@ class FakeStream:
             self.conn.response_done()
 
     def abort(self) -> None:
+        """The connection went away: stop sending and tell the server."""
         if self.handle is not None:
             self.handle.cancel()
         if not self.closed:
@@ -326,19 +264,31 @@ class FakeStream:
             self.server.stream_ended(self)
 
 
-def prompt_tokens(req: dict[str, Any]) -> int:
-    return len(prompt_text(req).split())
+class BatchedStream(FakeStream):
+    """A stream under the load-dependent mode: its token gaps grow with the requests running beside it."""
 
+    def __init__(
+        self,
+        conn: StreamConnection,
+        record: RequestRecord,
+        beh: Behaviour,
+        req: dict[str, Any],
+        chat: bool,
+        batching: Batching,
+    ) -> None:
+        super().__init__(conn, record, beh, req, chat)
+        self.batching = batching
+        self.last_due = 0.0  # loop time the last scheduled chunk was due
 
-def prompt_text(req: dict[str, Any]) -> str:
-    if "messages" in req:
-        parts = []
-        for msg in req.get("messages") or []:
-            content = msg.get("content") if isinstance(msg, dict) else None
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        return "\n".join(parts)
-    prompt = req.get("prompt", "")
-    return prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
+    def _schedule(self) -> None:
+        k = max(1, self.beh.tokens_per_chunk)
+        endless = self.beh.fault == "never_end"
+        last_token = self.sent + k - 1 if endless else min(self.sent + k, self.total) - 1
+        others = max(0, self.server.counters.running - 1)
+        gap_s = (self.beh.tpot_ms + self.batching.tpot_per_running_ms * others) / 1000.0
+        if self.sent == 0:
+            due = self.anchor + self.beh.ttft_ms / 1000.0 + last_token * gap_s
+        else:
+            due = self.last_due + (last_token - self.sent + 1) * gap_s
+        self.last_due = due
+        self.handle = self.server.loop.call_at(due, self._step)

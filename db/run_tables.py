@@ -1,0 +1,91 @@
+"""The probe's tables: a run, its finished levels and its requests (SQLAlchemy; read through db/run_queries.py)."""
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from db.base import Base
+from probes.config import RunSettings
+from probes.deployment import STORED
+
+
+class RunRow(Base):
+    """One probe run (the endpoint without credentials; the settings without the key)."""
+
+    __tablename__ = "probe_runs"
+    __table_args__ = (
+        Index("ix_probe_runs_endpoint_model_started", "endpoint", "model", "started_at"),
+        Index("ix_probe_runs_status_heartbeat", "status", "heartbeat_at"),
+        Index("ix_probe_runs_deployment", "deploy_model", "deploy_gpu", "deploy_engine", "deploy_quant"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    endpoint: Mapped[str] = mapped_column(String(500))
+    model: Mapped[str] = mapped_column(String(300))
+    api: Mapped[str] = mapped_column(String(16))
+    workload: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16))
+    settings_json: Mapped[str] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    owner: Mapped[str] = mapped_column(String(200), default="")
+    label: Mapped[str] = mapped_column(String(200), default="")
+    notes_json: Mapped[str] = mapped_column(Text, default="[]")  # what qualifies the figures (RunResult.notes)
+    best_concurrency_within_slo: Mapped[int | None] = mapped_column(Integer, default=None)
+    # The deployment measured (catalog ids; None: not known), copied from the settings to be queried.
+    deploy_gpu: Mapped[str | None] = mapped_column(String(100), default=None)
+    deploy_gpu_count: Mapped[int | None] = mapped_column(Integer, default=None)
+    deploy_model: Mapped[str | None] = mapped_column(String(100), default=None)
+    deploy_engine: Mapped[str | None] = mapped_column(String(100), default=None)
+    deploy_quant: Mapped[str | None] = mapped_column(String(100), default=None)
+    # The user confirmed the run measured deploy_model although the server named another model (calibrates then).
+    model_confirmed: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    @property
+    def settings(self) -> RunSettings:
+        """The stored settings (never with a key); names the catalog no longer knows are kept as stored."""
+        return RunSettings.model_validate_json(self.settings_json, context={STORED: True})
+
+
+class LevelRow(Base):
+    """One finished level: the full result as JSON, the figures lists and charts need as columns."""
+
+    __tablename__ = "probe_levels"
+    __table_args__ = (UniqueConstraint("run_id", "level_index", name="uq_probe_levels_run_level"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("probe_runs.id", ondelete="CASCADE"), index=True)
+    level_index: Mapped[int] = mapped_column(Integer)
+    concurrency: Mapped[int] = mapped_column(Integer)
+    completed: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[int] = mapped_column(Integer)
+    output_tok_s: Mapped[float | None] = mapped_column(Float, default=None)
+    ttft_p50_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    tpot_p50_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    slo_met: Mapped[bool] = mapped_column(Boolean)
+    result_json: Mapped[str] = mapped_column(Text)
+
+
+class SampleRow(Base):
+    """One finished request; the raw timings are in sample_json, the figures queries aggregate are columns."""
+
+    __tablename__ = "probe_samples"
+    __table_args__ = (Index("ix_probe_samples_run_level", "run_id", "level_index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("probe_runs.id", ondelete="CASCADE"))
+    level_index: Mapped[int] = mapped_column(Integer)
+    concurrency: Mapped[int] = mapped_column(Integer)
+    request_index: Mapped[int] = mapped_column(Integer)
+    ok: Mapped[bool] = mapped_column(Boolean)
+    error_kind: Mapped[str | None] = mapped_column(String(32), default=None)
+    ttft_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    tpot_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    e2e_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    input_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
+    output_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
+    token_source: Mapped[str | None] = mapped_column(String(16), default=None)
+    sample_json: Mapped[str] = mapped_column(Text)
