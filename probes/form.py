@@ -35,7 +35,7 @@ class ProbeForm(ProbeOptions):
         """The page names built-in traces only (a link must not read the server's files); others are uploaded."""
         if value is not None and value.strip() and value.strip() not in BUILTIN_TRACES:
             raise ValueError(f"pick a built-in trace ({', '.join(BUILTIN_TRACES)}) or upload a trace file")
-        return value.strip() if value else None
+        return value.strip() or None if value else None  # blank, even ' ', is no trace
 
     def run_settings(self, api_key: str | None = None, files: Mapping[str, str] | None = None) -> RunSettings:
         """The probe's settings (ProbeSettingsError when they cannot be built, e.g. no model picked)."""

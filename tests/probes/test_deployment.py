@@ -8,8 +8,10 @@ import pytest
 from pydantic import ValidationError
 
 from catalog import get_engine
+from fakeserver import serve_in_thread
 from probes import ProbeRun, RunSettings, run_probe
 from probes.cli import EXIT_USAGE, parse_options, run_cli
+from probes.cli_options import CliOptions
 from probes.deployment import STORED, Deployment, deployment_fields, deployment_text
 from probes.detect import (
     ENGINE_METRIC_PREFIXES,
@@ -18,9 +20,9 @@ from probes.detect import (
     engine_from_owner,
     model_from_names,
 )
-from probes.fakeserver import serve_in_thread
 from probes.form import ProbeForm
-from probes.options import CliOptions, ProbeOptions
+from probes.options import ProbeOptions
+from probes.sink import MemorySink
 from tests.probes.conftest import FAST, settings_for
 from ui.params import to_params, validate_params
 
@@ -212,15 +214,15 @@ def test_detection_fills_only_blank_fields_and_says_where_from() -> None:
 def test_a_run_detects_engine_model_and_quantization_from_the_server() -> None:
     roots = {"served": "Qwen/Qwen2.5-7B-Instruct-AWQ"}
     with serve_in_thread(defaults=FAST, models=("served", "other"), engine="sglang", roots=roots) as server:
-        told: list[Deployment] = []
-        result = asyncio.run(run_probe(settings_for(server, "served"), on_deployment=told.append))
+        told = MemorySink()
+        result = asyncio.run(run_probe(settings_for(server, "served"), sink=told))
     expected = Deployment(
         model="qwen2.5-7b",
         engine="sglang",
         quant="awq",
         source={"engine": "metrics", "model": "/v1/models", "quant": "/v1/models"},
     )
-    assert told == [expected] and result.settings.deployment == expected
+    assert told.deployments == [expected] and result.settings.deployment == expected
     assert result.levels and result.levels[0].completed == 2
 
 
@@ -233,24 +235,28 @@ def test_without_metrics_the_engine_comes_from_the_model_list_and_given_fields_s
 
 def test_nothing_is_detected_when_the_server_tells_nothing_clear_or_everything_was_given() -> None:
     with serve_in_thread(defaults=FAST) as server:  # vLLM metrics, a model called 'fake'
-        told: list[Deployment] = []
-        result = asyncio.run(run_probe(settings_for(server, scrape_metrics=False), on_deployment=told.append))
-        assert told == [] and result.settings.deployment == Deployment()
-        result = asyncio.run(run_probe(settings_for(server, deployment=FULL), on_deployment=told.append))
-        assert told == [] and result.settings.deployment == FULL
+        told = MemorySink()
+        result = asyncio.run(run_probe(settings_for(server, scrape_metrics=False), sink=told))
+        assert told.deployments == [] and result.settings.deployment == Deployment()
+        result = asyncio.run(run_probe(settings_for(server, deployment=FULL), sink=told))
+        assert told.deployments == [] and result.settings.deployment == FULL
         result = asyncio.run(run_probe(settings_for(server)))
         assert result.settings.deployment == Deployment(engine="vllm", source={"engine": "metrics"})
 
 
 def test_the_worker_hands_the_detected_deployment_to_its_sink_before_any_level() -> None:
     with serve_in_thread(defaults=FAST, roots={"fake": "meta-llama/Llama-3.1-8B-Instruct"}) as server:
-        events: list[str] = []
-        run = ProbeRun(
-            settings_for(server),
-            on_sample=lambda s: events.append("sample"),
-            on_level=lambda lv: events.append("level"),
-            on_deployment=lambda d: events.append(f"deployment {d.engine} {d.model}"),
-        ).start()
+        sink = MemorySink()
+        run = ProbeRun(settings_for(server), sink=sink).start()
         assert run.wait(30)
-    assert events[0] == "deployment vllm llama3.1-8b" and events.count("level") == 1
+    events = sink.events
+    assert events[:2] == ["started", "deployment"] and events.count("level") == 1 and events[-1] == "finished"
+    assert [(d.engine, d.model) for d in sink.deployments] == [("vllm", "llama3.1-8b")]
     assert run.result() is not None and run.result().settings.deployment.model == "llama3.1-8b"
+
+
+def test_a_blank_trace_in_a_link_is_no_trace_and_the_link_round_trips() -> None:
+    """Found by tests/ui/test_params_property.py: `trace=%20` became '' and its own link then read as None."""
+    form, messages, _ = validate_params(ProbeForm, {"trace": " "})
+    assert form.trace is None and not messages
+    assert to_params(form) == {} and validate_params(ProbeForm, to_params(form))[0] == form
