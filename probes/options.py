@@ -58,7 +58,7 @@ def _deployment_option(name: str) -> Any:
     )
 
 
-# Over 400 lines: one declared field per setting (label, help, limits, flag), each defined here once.
+# long: one declared field per setting (label, help, limits, flag), each defined here once.
 class ProbeOptions(BaseModel):
     """The settings the /probe page and `python -m probes` share; each field's alias is its URL parameter.
 

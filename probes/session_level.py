@@ -17,12 +17,12 @@ from probes.errors import ProbeSettingsError
 from probes.level import Level, LevelPlan, SampleSink
 from probes.progress import Progress
 from probes.sdk import encode_body, request_body
+from probes.session_synth import synthetic_conversations
 from probes.sessions import (
     Conversation,
     SessionPlan,
     check_conversations,
     read_conversations,
-    synthetic_conversations,
 )
 from probes.transport import LeanTransport
 from settings import Settings, get_settings

@@ -34,7 +34,7 @@ Slicing: a request is kept when its original offset from the trace's first reque
 ``[start_s, start_s + duration_s)``, at most ``limit`` of them; ``arrival_s`` is its offset from the first kept
 request divided by ``speed`` (speed 10 replays ten times faster).
 
-Prompts of a trace's lengths: probes/trace_prompts.py.
+Prompts of a trace's lengths: probes/trace_prompts.py. Each format's line reader: probes/trace_rows.py.
 
 Built-in traces (``BUILTIN_TRACES``, CC-BY 4.0, see ``data/traces/ATTRIBUTION.md``): ``azure-code`` has 8,819
 requests over 3,435.9 s (median input 1,469 and output 13 tokens; idle gaps of up to 217 s), ``azure-conv`` 19,366
@@ -42,20 +42,16 @@ over 3,501.7 s (median 1,020 and 129). Whole, azure-conv is over the default per
 duration or a limit. ``read_trace`` keeps its file open until exhausted; close it (``contextlib.closing``) on cancel.
 """
 
-import csv
-import json
 import math
-import re
 import statistics
 from array import array
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from datetime import date
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from probes.errors import LineProblem, WorkloadError
+from probes.trace_rows import COLUMNS, SECONDS_PER_UNIT, TraceFormat, TraceRow, csv_rows, mooncake_row
 
 BLOCK_TOKENS = 512  # Mooncake: one hash id names this many prompt tokens
 MAX_PROBLEMS = 20  # problems listed in a TraceError
@@ -64,14 +60,6 @@ BUILTIN_TRACES = {
     "azure-code": TRACES_DIR / "azure_llm_inference_2023_code.csv",
     "azure-conv": TRACES_DIR / "azure_llm_inference_2023_conv.csv",
 }
-
-
-class TraceFormat(StrEnum):
-    """How a trace file is written."""
-
-    MOONCAKE = "mooncake"  # JSONL: timestamp (ms), input_length, output_length, hash_ids
-    AZURE = "azure"  # Azure LLM inference 2023 CSV: TIMESTAMP, ContextTokens, GeneratedTokens
-    CSV = "csv"  # timestamp_s, input_tokens, output_tokens
 
 
 class TraceError(WorkloadError):
@@ -118,152 +106,7 @@ class TraceSummary:
         return (self.requests - 1) / self.duration_s if self.requests > 1 and self.duration_s > 0 else None
 
 
-# ---- reading files ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Row:
-    line: int
-    time: float | int  # the format's own unit: ms (mooncake), ns (azure), s (csv)
-    input_tokens: int
-    output_tokens: int
-    hash_ids: tuple[int, ...] = ()
-
-
-_SECONDS_PER_UNIT = {TraceFormat.MOONCAKE: 1e-3, TraceFormat.AZURE: 1e-9, TraceFormat.CSV: 1.0}
-_COLUMNS = {
-    TraceFormat.AZURE: ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
-    TraceFormat.CSV: ("timestamp_s", "input_tokens", "output_tokens"),
-}
-_AZURE_TIME = re.compile(
-    r"\s*(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?\s*$"
-)
-
-
-def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _whole(value: object) -> int | None:
-    """A whole number >= 1 from JSON (int, integral float) or CSV text; None otherwise."""
-    if isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            try:
-                value = float(value)
-            except ValueError:
-                return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        return None
-    return int(value) if value >= 1 else None
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _azure_ns(text: str) -> int | None:
-    """Nanoseconds since 0001-01-01 of ``2023-11-16 18:17:03.9799600`` (exact, any offset applied); None if bad."""
-    m = _AZURE_TIME.match(text)
-    if not m:
-        return None
-    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    try:
-        days = date(year, month, day).toordinal()
-    except ValueError:
-        return None
-    if hour > 23 or minute > 59 or second > 60:
-        return None
-    fraction, zone = m.group(7) or "", m.group(8)
-    seconds = days * 86_400 + hour * 3600 + minute * 60 + second
-    if zone and zone != "Z":
-        sign = -1 if zone[0] == "-" else 1
-        digits = zone[1:].replace(":", "")
-        seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-    return seconds * 1_000_000_000 + int(fraction.ljust(9, "0"))
-
-
-def _mooncake_row(line: int, text: str) -> _Row | LineProblem:
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        return LineProblem(line, f"not JSON ({exc})")
-    if not isinstance(obj, dict):
-        return LineProblem(line, "not a JSON object")
-    missing = [k for k in ("timestamp", "input_length", "output_length") if k not in obj]
-    if missing:
-        return LineProblem(line, f"missing {', '.join(missing)}")
-    time = _number(obj["timestamp"])
-    if time is None:
-        return LineProblem(line, f"timestamp is not a number of milliseconds ({_show(obj['timestamp'])})")
-    lengths = []
-    for key in ("input_length", "output_length"):
-        n = _whole(obj[key])
-        if n is None:
-            return LineProblem(line, f"{key} is not a whole number ≥ 1 ({_show(obj[key])})")
-        lengths.append(n)
-    ids = obj.get("hash_ids", [])
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-        return LineProblem(line, f"hash_ids is not a list of whole numbers ≥ 0 ({_show(ids)})")
-    return _Row(line, time, lengths[0], lengths[1], tuple(ids))
-
-
-def _csv_rows(fmt: TraceFormat, handle: TextIO) -> Iterator[_Row | LineProblem]:
-    reader = csv.reader(handle)
-    wanted = _COLUMNS[fmt]
-    try:
-        header = next(reader, None)
-        while header is not None and not any(c.strip() for c in header):
-            header = next(reader, None)
-    except csv.Error as exc:
-        yield LineProblem(reader.line_num, f"not CSV ({exc})")
-        return
-    names = [c.strip().lower() for c in header or []]
-    if any(w.lower() not in names for w in wanted):
-        found = ",".join(c.strip() for c in header or []) or "nothing"
-        yield LineProblem(max(reader.line_num, 1), f"the {fmt} header must name {','.join(wanted)} (found {found})")
-        return
-    at = [names.index(w.lower()) for w in wanted]
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            yield LineProblem(reader.line_num, f"not CSV ({exc})")
-            continue
-        line = reader.line_num
-        if not any(c.strip() for c in row):
-            continue
-        if len(row) != len(names):
-            yield LineProblem(line, f"expected {len(names)} fields, found {len(row)}")
-            continue
-        raw_time = row[at[0]]
-        time = _azure_ns(raw_time) if fmt == TraceFormat.AZURE else _number(raw_time)
-        if time is None:
-            what = "a date and time like 2023-11-16 18:17:03.9799600" if fmt == TraceFormat.AZURE else "a number"
-            yield LineProblem(line, f"{wanted[0]} is not {what} ({_show(raw_time)})")
-            continue
-        input_tokens, output_tokens = _whole(row[at[1]]), _whole(row[at[2]])
-        if input_tokens is None or output_tokens is None:
-            k = 1 if input_tokens is None else 2
-            yield LineProblem(line, f"{wanted[k]} is not a whole number ≥ 1 ({_show(row[at[k]])})")
-            continue
-        yield _Row(line, time, input_tokens, output_tokens)
-
-
-def _rows(path: Path, fmt: TraceFormat) -> Iterator[_Row | LineProblem]:
+def _rows(path: Path, fmt: TraceFormat) -> Iterator[TraceRow | LineProblem]:
     """Every request or problem of the file, in order, one line in memory at a time; times checked not to go back."""
     try:
         handle = path.open(encoding="utf-8-sig", errors="replace", newline="")
@@ -271,14 +114,14 @@ def _rows(path: Path, fmt: TraceFormat) -> Iterator[_Row | LineProblem]:
         raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
     with handle:
         if fmt == TraceFormat.MOONCAKE:
-            source: Iterator[_Row | LineProblem] = (
-                _mooncake_row(n, text) for n, text in enumerate(handle, start=1) if text.strip()
+            source: Iterator[TraceRow | LineProblem] = (
+                mooncake_row(n, text) for n, text in enumerate(handle, start=1) if text.strip()
             )
         else:
-            source = _csv_rows(fmt, handle)
-        latest: _Row | None = None
+            source = csv_rows(fmt, handle)
+        latest: TraceRow | None = None
         for item in source:
-            if isinstance(item, _Row):
+            if isinstance(item, TraceRow):
                 if latest is not None and item.time < latest.time:
                     item = LineProblem(
                         item.line, f"goes back in time (earlier than line {latest.line}); sort the trace"
@@ -307,7 +150,7 @@ def sniff_format(path: Path) -> TraceFormat:
         raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
     if first.startswith("{"):
         return TraceFormat.MOONCAKE
-    for fmt, columns in _COLUMNS.items():
+    for fmt, columns in COLUMNS.items():
         if all(c.lower() in first for c in columns):
             return fmt
     raise TraceError(f"cannot tell the format of {path.name}; give one of {', '.join(TraceFormat)}")
@@ -369,11 +212,11 @@ class _Window:
         return (offset_s - self.first_kept_s) / self.speed
 
 
-def _offsets(fmt: TraceFormat) -> Callable[[_Row], float]:
-    scale = _SECONDS_PER_UNIT[fmt]
+def _offsets(fmt: TraceFormat) -> Callable[[TraceRow], float]:
+    scale = SECONDS_PER_UNIT[fmt]
     first: float | None = None
 
-    def offset(row: _Row) -> float:
+    def offset(row: TraceRow) -> float:
         nonlocal first
         if first is None:
             first = row.time

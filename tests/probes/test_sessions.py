@@ -10,6 +10,7 @@ import pytest
 
 from probes.errors import ProbeError, WorkloadError
 from probes.models import TurnStats
+from probes.session_synth import synthetic_conversations
 from probes.sessions import (
     MAX_PROBLEMS,
     Conversation,
@@ -18,7 +19,6 @@ from probes.sessions import (
     check_conversations,
     estimate_tokens,
     read_conversations,
-    synthetic_conversations,
 )
 from probes.turn_stats import per_turn_stats
 from probes.workloads import VOCABULARY
