@@ -57,3 +57,19 @@ def parse_language(value: object) -> Language | None:
         return None
     head = value.strip().replace("_", "-").split("-")[0].lower()
     return next((code for code in LANGUAGES if code == head), None)
+
+
+__all__ = [
+    "BABEL_LOCALES",
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
+    "LANGUAGE_NAMES",
+    "LOCALE_DIR",
+    "N_",
+    "Language",
+    "Translate",
+    "identity",
+    "parse_language",
+    "translate",
+    "translations",
+]
