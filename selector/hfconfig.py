@@ -221,7 +221,7 @@ def _param_counts(
     return total, active
 
 
-# Over 60 lines: it names each of the 22 URL fields once, from the config.json keys read just above them.
+# long: it names each of the 22 URL fields once, from the config.json keys read just above them.
 def parse_config(source: str | bytes | Mapping[str, Any], *, name: str = "", tr: Translate = identity) -> ParsedConfig:
     """Read a config.json (text or parsed) into custom-model fields; ConfigError names what is missing.
 

@@ -196,7 +196,7 @@ def _weights_bytes_per_gpu(model: ModelSpec, quant: str, layout: Layout) -> floa
     return total / layout.split
 
 
-# Over 60 lines: MemoryFit reports 30 fields and this names each once; the arithmetic is the first 25 lines.
+# long: MemoryFit reports 30 fields and this names each once; the arithmetic is the first 25 lines.
 def fit_layout(
     model: ModelSpec,
     gpu: Gpu,
