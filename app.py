@@ -2,11 +2,14 @@
 
 import streamlit as st
 
-from db import safe_url
-from settings import get_settings
 from ui.first_paint import drew_whole_page, run_started, stopped_at_headline
 from ui.lang import _, language_switch
 from ui.resources import get_engine
+
+
+def _to_overview() -> None:
+    """/home: on to the overview at the root URL with the link's parameters (no "Page not found" on the way)."""
+    st.switch_page("views/home.py", query_params=st.query_params.to_dict())
 
 
 def main() -> None:
@@ -14,7 +17,8 @@ def main() -> None:
     st.set_page_config(page_icon="⚡", layout="wide")
     pages = {
         "": [
-            st.Page("views/home.py", title=_("Overview"), icon=":material/home:", url_path="home", default=True),
+            st.Page("views/home.py", title=_("Overview"), icon=":material/home:", url_path="overview", default=True),
+            st.Page(_to_overview, title=_("Overview"), url_path="home", visibility="hidden"),
             st.Page("views/handbook.py", title=_("Handbook"), icon=":material/menu_book:", url_path="handbook"),
         ],
         _("Decide"): [
@@ -37,7 +41,6 @@ def main() -> None:
     drew_whole_page(page.url_path)  # from now on this page's runs do not stop at its headline
     with shared:
         language_switch()
-        st.caption(_("Database: `{url}`").format(url=safe_url(get_settings().database_url)))
 
 
 if __name__ == "__main__":

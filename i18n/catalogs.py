@@ -1,6 +1,7 @@
 """The gettext workflow: extract marked strings per domain, update the Chinese catalogs, compile, check."""
 
 import argparse
+import csv
 import io
 import sys
 import tomllib
@@ -20,10 +21,31 @@ KEYWORDS = {"_": None, "N_": None, "tr": None}  # tr: a package function's trans
 TRANSLATED = "zh"
 
 
+def _spec() -> dict[str, dict[str, object]]:
+    with DOMAINS_FILE.open("rb") as f:
+        return tomllib.load(f)
+
+
 def domains() -> dict[str, list[str]]:
     """Domain -> its source globs."""
-    with DOMAINS_FILE.open("rb") as f:
-        return {name: list(spec["files"]) for name, spec in tomllib.load(f).items()}
+    return {name: list(spec.get("files", [])) for name, spec in _spec().items()}  # type: ignore[call-overload]
+
+
+def data_texts(domain: str) -> Iterator[tuple[str, str, int]]:
+    """The data-file texts a domain words (its `csv` entries): (text, file, line), each non-empty cell of the column.
+
+    An entry names a file (a glob: the data may move between packages), a column, and optionally `when_empty`: only
+    rows whose that column is empty (a GPU's price note reaches a page only when there is no price).
+    """
+    entries = _spec()[domain].get("csv", [])
+    assert isinstance(entries, list)
+    for entry in entries:
+        for path in sorted(ROOT.glob(entry["file"])):
+            with path.open(newline="", encoding="utf-8") as f:
+                for line, row in enumerate(csv.DictReader(f), start=2):
+                    text = (row.get(entry["column"]) or "").strip()
+                    if text and not (entry.get("when_empty") and (row.get(entry["when_empty"]) or "").strip()):
+                        yield text, str(path.relative_to(ROOT)), line
 
 
 def sources(globs: list[str]) -> Iterator[Path]:
@@ -42,6 +64,8 @@ def template(domain: str) -> Catalog:
                 catalog.add(
                     message, None, [(str(path.relative_to(ROOT)), line)], auto_comments=comments, context=context
                 )
+    for text, file, line in data_texts(domain):
+        catalog.add(text, None, [(file, line)])
     return catalog
 
 

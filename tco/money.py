@@ -43,15 +43,29 @@ def format_money(
         text = f"{amount / 1e9:,.2f}B" if magnitude >= 1e9 else f"{amount / 1e6:,.2f}M"
     elif magnitude == 0:
         text = "0"
-    elif magnitude < 1:
-        text = f"{amount:.2g}" if magnitude >= 1e-4 else f"{amount:.2e}"
-        if "e" not in text:
-            text = f"{float(text):.{_decimals_for(float(text))}f}"
+    elif magnitude < 1:  # two significant figures in fixed notation, however small: 0.0014, 0.000042 (never 4.2e-05)
+        rounded = float(f"{amount:.2g}")
+        text = f"{rounded:.{_decimals_for(rounded)}f}"
     elif magnitude < 100:
         text = f"{amount:,.2f}"
     else:
         text = f"{amount:,.0f}"
     return f"{text} {code}"
+
+
+def format_money_range(
+    low: float | None, high: float | None, currency: Currency | str, *, language: Language = "en"
+) -> str:
+    """'2.50–7.00 USD' ('$2.50–$7.00' in Chinese); one figure when both ends read the same ('15 CNY', not '15–15')."""
+    first, last = format_money(low, currency, language=language), format_money(high, currency, language=language)
+    if first == last or high is None:
+        return first
+    if low is None:
+        return last
+    unit = last.rpartition(" ")[2]  # 'CNY', 'USD', '元' or, for '$2.50' and '1.08 万元', the figure itself
+    if first.endswith(f" {unit}") and not unit[:1].isdigit() and not unit.startswith("$"):
+        return f"{first.removesuffix(f' {unit}')}–{last}"
+    return f"{first}–{last}"
 
 
 def _decimals_for(value: float) -> int:

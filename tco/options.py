@@ -19,10 +19,11 @@ from tco.inputs import TcoInputs, TpsSource, catalog_price
 from tco.throughput import OperatingPoint, operating_point
 
 SKIPPED_KINDS = ("cpu", "apple")  # served by CPU or Metal builds, which have no step-time model
+_KIND_WORDS = {"cpu": N_("cpu"), "apple": N_("apple")}  # the skipped kinds, as the pages word them
 _REASONS: dict[str, Wording] = {}  # why an option was left out, in English -> its wording for other languages
 
 
-def left_out(template: str, **values: str) -> str:
+def left_out(template: str, **values: str | Wording) -> str:
     """A reason for leaving options out: the English text (the key of `Ranking.skipped`), its wording kept."""
     wording = Wording(template=template, values=tuple(values.items()))
     text = wording.worded()
@@ -130,7 +131,8 @@ def candidates(inputs: CompareInputs) -> tuple[list[Candidate], Counter[str]]:
     found: list[Candidate] = []
     for gpu in load_gpus():
         if gpu.kind in SKIPPED_KINDS:
-            skipped[left_out(N_("GPU types of kind {kind} (no step-time model)"), kind=gpu.kind)] += 1
+            kind = Wording(template=_KIND_WORDS[gpu.kind])
+            skipped[left_out(N_("GPU types of kind {kind} (no step-time model)"), kind=kind)] += 1
             continue
         if gpu.id not in overrides and catalog_price(gpu.id, inputs.currency, inputs.cny_per_usd) is None:
             skipped[left_out(N_("GPU types without a public price (give one in prices)"))] += 1

@@ -12,6 +12,7 @@ from perf.result import Estimate
 from perf.vouch import same_model
 from probes.models import LevelResult, RunResult
 from ui.lang import _
+from ui.names import basis_words
 from ui.resources import get_engine
 from ui.text import escape_markdown
 
@@ -157,5 +158,5 @@ def _label(est: Estimate, result: RunResult, vouches: bool) -> str:
         inputs=est.request.input_tokens,
         outputs=est.request.output_tokens,
         bands=est.bands_text(_),
-        basis=escape_markdown(est.basis.worded(_)),
+        basis=escape_markdown(basis_words(est.basis, _)),
     )

@@ -1,13 +1,10 @@
 """Drawing probes: the form's widgets from the settings' fields; runs' figures, charts, tables, "Cost this", exports."""
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
 
 import pandas as pd
 import streamlit as st
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
 from streamlit.delta_generator import DeltaGenerator
 
 from db.run_queries import error_summary, get_run, load_samples, sample_counts
@@ -15,7 +12,6 @@ from i18n import N_
 from probes.baseline import scaling_sentence
 from probes.deployment import deployment_text
 from probes.export import levels_csv, result_json, samples_csv, turns_csv
-from probes.field_text import allowed_text, limits_of, max_length_of
 from probes.figures import (
     compare_rows,
     error_rows,
@@ -32,9 +28,8 @@ from probes.models import RunResult, RunStatus
 from probes.wording import note_text
 from ui.concepts import concept_note
 from ui.lang import _
-from ui.params import field_alias
 from ui.resources import get_engine
-from ui.state import PageState
+from ui.tables import without_gaps
 from ui.text import escape_markdown
 
 STATUS_ICONS = {
@@ -59,114 +54,6 @@ def status_name(status: str) -> str:
         return _(STATUS_NAMES[RunStatus(status)])
     except ValueError:
         return status
-
-
-def form_field(model_cls: type[BaseModel], alias: str) -> FieldInfo:
-    """The field behind a URL parameter."""
-    for name, field in model_cls.model_fields.items():
-        if field_alias(name, field) == alias:
-            return field
-    raise KeyError(alias)
-
-
-def field_label(field: FieldInfo, alias: str) -> str:
-    """A widget's label: the field's title in the session's language (the alias when it has none)."""
-    return _(field.title) if field.title else alias
-
-
-def field_help(field: FieldInfo, hint: str = "") -> str:
-    """A widget's help: the field's description, a page hint, and the values it allows (in the session's language)."""
-    allowed = allowed_text(field, _) if field.annotation is not bool else None
-    parts = [
-        _(field.description) if field.description else "",
-        hint,
-        _("Allowed: {values}.").format(values=allowed) if allowed else "",
-    ]
-    return " ".join(part for part in parts if part)
-
-
-def number_field(
-    where: DeltaGenerator,
-    state: PageState[Any],
-    alias: str,
-    *,
-    step: float,
-    fmt: str | None = None,
-    placeholder: str | None = None,
-) -> None:
-    """A number input labelled, explained and bounded by its field; one without a default may stay empty.
-
-    Only inclusive bounds go to the widget: an excluded one (> 0) is checked when the form is read.
-    """
-    field = form_field(state.model_cls, alias)
-    as_type = int if field.annotation in (int, int | None) else float
-    low, high, exclusive = limits_of(field)
-    bounds: dict[str, Any] = {}
-    if low is not None and not exclusive:
-        bounds["min_value"] = as_type(low)
-    if high is not None:
-        bounds["max_value"] = as_type(high)
-    if field.default is None:
-        bounds.update(value=None, placeholder=placeholder)
-    where.number_input(
-        field_label(field, alias),
-        key=state.key(alias),
-        step=as_type(step),
-        format=fmt,
-        help=field_help(field),
-        **bounds,
-    )
-
-
-def text_field(
-    where: DeltaGenerator, state: PageState[Any], alias: str, *, placeholder: str | None = None, hint: str = ""
-) -> None:
-    """A text input labelled, explained and length-limited by its field."""
-    field = form_field(state.model_cls, alias)
-    max_chars = max_length_of(field)
-    where.text_input(
-        field_label(field, alias),
-        key=state.key(alias),
-        max_chars=max_chars,
-        placeholder=placeholder,
-        help=field_help(field, hint),
-    )
-
-
-def choice_field(where: DeltaGenerator, state: PageState[Any], alias: str, labels: Mapping[str, str]) -> None:
-    """A select box over the field's values, shown by their labels (marked texts, translated here)."""
-    field = form_field(state.model_cls, alias)
-    shown = {value: _(label) for value, label in labels.items()}  # worded now: format_func may run outside the page
-    where.selectbox(
-        field_label(field, alias),
-        list(labels),
-        key=state.key(alias),
-        format_func=shown.__getitem__,
-        help=field_help(field),
-    )
-
-
-def catalog_field(
-    where: DeltaGenerator, state: PageState[Any], alias: str, names: Mapping[str, str], *, placeholder: str
-) -> None:
-    """A select box over catalog ids shown by their names, empty until one is picked (a marked name is translated)."""
-    field = form_field(state.model_cls, alias)
-    shown = {value: _(name) for value, name in names.items()}  # worded now: format_func may run outside the page
-    where.selectbox(
-        field_label(field, alias),
-        list(names),
-        key=state.key(alias),
-        index=None,
-        format_func=lambda value: shown.get(value, value),
-        placeholder=placeholder,
-        help=field_help(field),
-    )
-
-
-def toggle_field(where: DeltaGenerator, state: PageState[Any], alias: str) -> None:
-    """A toggle for a true/false field."""
-    field = form_field(state.model_cls, alias)
-    where.toggle(field_label(field, alias), key=state.key(alias), help=field_help(field))
 
 
 def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
@@ -198,9 +85,17 @@ def run_status_message(result: RunResult) -> None:
 
 def headline(result: RunResult) -> None:
     """The run's key figures as metrics, and how it scaled beside the handbook's benchmark."""
-    rates = any(lv.request_rate_rps is not None for lv in result.levels)
-    shown = default_cost_level(result)
     cols = st.columns(4)
+    _slo_metric(cols[0], result)
+    _level_metrics(cols[1:], result)
+    sentence = scaling_sentence(result, _)
+    if sentence:
+        st.caption(sentence)
+
+
+def _slo_metric(where: DeltaGenerator, result: RunResult) -> None:
+    """The run's SLO figure: met or not (a trace or sessions), the highest rate or concurrency within it."""
+    rates = any(lv.request_rate_rps is not None for lv in result.levels)
     settings = result.settings
     if settings.trace_mode or settings.sessions_mode:
         what = (
@@ -209,7 +104,7 @@ def headline(result: RunResult) -> None:
             else _("trace {trace} at {speed}×").format(trace=settings.trace or "", speed=f"{settings.trace_speed:g}")
         )
         met = [lv.slo.met for lv in result.levels]
-        cols[0].metric(
+        where.metric(
             "SLO",
             (_("met") if all(met) else _("missed")) if met else _("not measured"),
             border=True,
@@ -220,7 +115,7 @@ def headline(result: RunResult) -> None:
     elif rates:
         best_rate = result.best_request_rate_within_slo_rps
         search = result.rate_search
-        cols[0].metric(
+        where.metric(
             _("Max request rate in SLO"),
             _("none") if best_rate is None else _("{rate} req/s").format(rate=f"{best_rate:,.4g}"),
             border=True,
@@ -232,39 +127,41 @@ def headline(result: RunResult) -> None:
             ),
         )
     else:
-        cols[0].metric(
+        where.metric(
             _("Max concurrency in SLO"),
             _("none") if result.best_concurrency_within_slo is None else str(result.best_concurrency_within_slo),
             border=True,
             help=_("The highest level whose TTFT p50, TTFT p99, TPOT p50 and failure share met the targets."),
         )
+
+
+def _level_metrics(cols: Sequence[DeltaGenerator], result: RunResult) -> None:
+    """Throughput, TTFT and TPOT at the level the cost is shown for."""
+    shown = default_cost_level(result)
     if shown is None:
         at = ""
     elif shown.request_rate_rps is not None:
         at = _(" at {rate} req/s").format(rate=f"{shown.request_rate_rps:g}")
     else:
         at = _(" at concurrency {level}").format(level=shown.concurrency)
-    cols[1].metric(
+    cols[0].metric(
         _("Output tokens/s"),
         _fmt(shown.output_tok_s if shown else None),
         border=True,
         help=_("Output tokens over the level's wall time{at}.").format(at=at),
     )
-    cols[2].metric(
+    cols[1].metric(
         "TTFT p50",
         _fmt(shown.ttft_ms.p50 if shown else None, " ms"),
         border=True,
         help=_("Time to first token, median{at}.").format(at=at),
     )
-    cols[3].metric(
+    cols[2].metric(
         "TPOT p50",
         _fmt(shown.tpot_ms.p50 if shown else None, " ms", 2),
         border=True,
         help=_("Time per output token after the first, median{at}.").format(at=at),
     )
-    sentence = scaling_sentence(result, _)
-    if sentence:
-        st.caption(sentence)
 
 
 def cost_this(result: RunResult, key: str) -> None:
@@ -342,7 +239,7 @@ def run_details(result: RunResult, key: str, *, after_cards: Callable[[], bool] 
         names.append(_("By turn"))
     tabs = dict(zip(names, st.tabs(names, key=f"{key}.tab", on_change="rerun"), strict=True))
     with tabs[_("Levels")]:
-        st.dataframe(pd.DataFrame(level_rows(result, _)), hide_index=True, key=f"{key}.levels")
+        st.dataframe(without_gaps(level_rows(result, _)), hide_index=True, key=f"{key}.levels")
         concept_note("goodput")
     if tabs[_("Latency")].open:
         with tabs[_("Latency")]:
@@ -453,7 +350,7 @@ def comparison(results: Sequence[RunResult], key: str) -> None:
         [_("Levels side by side"), _("Latency"), _("Throughput")], key=f"{key}.tab", on_change="rerun"
     )  # lazy: only the open tab runs (docs/performance.md)
     with table:
-        st.dataframe(pd.DataFrame(compare_rows(results, _)), hide_index=True, key=f"{key}.levels")
+        st.dataframe(without_gaps(compare_rows(results, _)), hide_index=True, key=f"{key}.levels")
     if latency.open:
         latency.plotly_chart(latency_figure(results, _), key=f"{key}.fig.latency")
     if throughput.open:

@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+from db import safe_url
+from settings import get_settings
 from ui.concepts import all_concepts
 from ui.errors import guarded
 from ui.lang import _
@@ -58,6 +60,15 @@ def body() -> None:
         )
     )
     all_concepts()
+    _about()
+
+
+def _about() -> None:
+    """The app's settings, in one place rather than in every page's sidebar: where the runs are stored."""
+    st.header(_("About this app"), anchor="about")
+    with st.expander(_("Settings"), icon=":material/settings:"):
+        st.caption(_("Database: `{url}`").format(url=safe_url(get_settings().database_url)))
+        st.caption(_("Set DATABASE_URL before starting the app to store the probe runs elsewhere (see the README)."))
 
 
 guarded(body)

@@ -1,12 +1,10 @@
 """Live probe: measure TTFT, TPOT and throughput of an OpenAI-compatible endpoint at several concurrency levels."""
 
-import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from db.recorder import RunRecorder
 from db.run_queries import get_run, sample_counts
-from i18n import N_
 from probes import (
     ProbeError,
     ProbeRun,
@@ -17,7 +15,6 @@ from probes import (
     check_connection,
     run_sync,
 )
-from probes.deployment import display_names
 from probes.errors import ProbeSettingsError
 from probes.figures import level_rows, throughput_figure
 from probes.form import ProbeForm
@@ -29,71 +26,31 @@ from ui.errors import guarded, show_errors
 from ui.first_paint import after_headline, headline_drawn
 from ui.lang import _
 from ui.live_runs import live_runs
-from ui.params import format_value, validate_params
-from ui.probe_views import (
-    catalog_field,
-    choice_field,
-    deployment_caption,
-    downloads,
-    number_field,
-    run_details,
-    text_field,
-    toggle_field,
-)
+from ui.params import validate_params
+from ui.probe_fields import text_field
+from ui.probe_views import deployment_caption, downloads, run_details
 from ui.resources import get_engine
-from ui.state import PageState, plain_widget_value
+from ui.tables import without_gaps
 from ui.text import escape_markdown
-
-PAGE = "probe"
-POLL_S = 0.5
-API_KEY = "probe.api_key"  # a password widget, deliberately outside the page model: never in the URL
-PICK = "probe.pick_model"
-PROMPT_FILE = "probe.prompt_file"
-RUN = "_probe.run"  # this session's ProbeRun (the worker thread's handle)
-RUN_ID = "_probe.run_id"
-LAST = "_probe.last_run_id"  # the finished run shown below the form
-SERVED = "_probe.served_models"
-REPORT = "_probe.connection"
-START_ERROR = "_probe.start_error"
-CANCELLING = "_probe.cancelling"
-CONVERSATIONS_FILE = "probe.conversations_file"
-
-# Choices' labels: marked here, translated where the select boxes draw them (ui/probe_views.py).
-WORKLOADS = {
-    "seed": N_("Handbook's eight fixed prompts"),
-    "synthetic": N_("Synthetic prompts of a set length"),
-    "shared_prefix": N_("Shared long system prompt (prefix caching)"),
-    "code_json": N_("Code and JSON tasks (speculative decoding)"),
-    "file": N_("My prompt file (JSONL)"),
-    "trace": N_("Trace replay (arrival times and lengths)"),
-    "sessions": N_("Multi-turn sessions (growing history)"),
-}
-SESSION_VARIANTS = {"chat": N_("Chat"), "agent": N_("Agent (long tool context, short answers)")}
-TRACES = {
-    "azure-code": N_("Azure 2023 code (8,819 requests, 57 min)"),
-    "azure-conv": N_("Azure 2023 conversation (19,366 requests, 58 min)"),
-}
-TRACE_FORMATS = {
-    "mooncake": "Mooncake JSONL",
-    "azure": "Azure 2023 CSV",
-    "csv": "timestamp_s,input_tokens,output_tokens",
-}
-TRACE_ATTRIBUTION = N_(
-    "Built-in traces: Azure LLM inference 2023 trace (CC-BY 4.0), from Patel et al., *Splitwise: Efficient "
-    "generative LLM inference using phase splitting*, ISCA 2024."
+from views.probe_parts.fields import load_fields, sections
+from views.probe_parts.state import (
+    API_KEY,
+    CANCELLING,
+    CONVERSATIONS_FILE,
+    LAST,
+    PAGE,
+    PICK,
+    POLL_S,
+    PROMPT_FILE,
+    REPORT,
+    RUN,
+    RUN_ID,
+    SERVED,
+    START_ERROR,
+    TRACE_FILE,
+    K,
+    state,
 )
-TRACE_FILE = "probe.trace_file"
-APIS = {"chat": N_("Chat completions"), "completions": N_("Completions")}
-
-
-def _to_widget(alias: str, value: object) -> object:
-    if alias in ("levels", "rate"):
-        return format_value(value)
-    return plain_widget_value(alias, value)
-
-
-state = PageState(PAGE, ProbeForm, to_widget=_to_widget)
-K = state.key
 
 
 def _running() -> ProbeRun | None:
@@ -188,147 +145,9 @@ def _form(busy: bool) -> DeltaGenerator:
         # (ui/first_paint.py): a shared link's form is not held back by their select boxes and number fields, and the
         # Start button does not move when they come.
         if headline_drawn(PAGE):
-            _load_fields(box)
-            _sections()
+            load_fields(box)
+            sections()
     return right
-
-
-def _load_fields(box: DeltaGenerator) -> None:
-    """How to load the endpoint: the API, the workload (and its own fields), the levels and requests per level."""
-    left, mid, right, last = st.columns(4)
-    choice_field(left, state, "api", APIS)
-    choice_field(mid, state, "workload", WORKLOADS)
-    text_field(right, state, "levels")
-    number_field(last, state, "requests", step=8)
-    workload = st.session_state.get(K("workload"))
-    if workload == WorkloadKind.SYNTHETIC.value:
-        number_field(box, state, "input_tokens", step=128)
-    elif workload == WorkloadKind.SHARED_PREFIX.value:
-        number_field(box, state, "prefix_tokens", step=256)
-    elif workload == WorkloadKind.FILE.value:
-        st.file_uploader(
-            _("Prompt file (JSONL)"),
-            type=["jsonl", "json", "txt"],
-            key=PROMPT_FILE,
-            help=_(
-                'One {"prompt": ...}, {"system": ..., "prompt": ...} or {"messages": [...]} per '
-                "line. The file is not part of the link: upload it again on another screen."
-            ),
-        )
-    elif workload == WorkloadKind.TRACE.value:
-        _trace_fields(box)
-    elif workload == WorkloadKind.SESSIONS.value:
-        _session_fields(box)
-
-
-def _sections() -> None:
-    """The optional settings, each in a closed section: load and generation, rates, SLO, timeouts, deployment."""
-    with st.expander(_("Load and generation"), icon=":material/speed:") as load:
-        left, mid, right = st.columns(3)
-        number_field(left, state, "max_tokens", step=32)
-        number_field(mid, state, "warmup", step=1)
-        number_field(right, state, "temperature", step=0.1, fmt="%.2f")
-        number_field(left, state, "duration", step=10.0, fmt="%.4g", placeholder=_("empty: no bound"))
-        toggle_field(mid, state, "ignore_eos")
-        text_field(load, state, "label", placeholder=_("e.g. A800 AWQ baseline"))
-    with st.expander(_("Request rates (open loop)"), icon=":material/trending_up:"):
-        _rate_fields()
-    with st.expander(_("SLO targets"), icon=":material/flag:"):
-        left, mid, right = st.columns(3)
-        number_field(left, state, "ttft_p50", step=50.0, fmt="%.6g")
-        number_field(mid, state, "ttft_p99", step=100.0, fmt="%.6g")
-        number_field(right, state, "tpot_p50", step=5.0, fmt="%.6g")
-    with st.expander(_("Timeouts"), icon=":material/timer:"):
-        left, mid, right = st.columns(3)
-        number_field(left, state, "connect_timeout", step=1.0, fmt="%.4g")
-        number_field(mid, state, "ttft_timeout", step=5.0, fmt="%.4g")
-        number_field(right, state, "stall_timeout", step=5.0, fmt="%.4g")
-    with st.expander(_("Deployment (optional: lets the estimate be calibrated by this run)"), icon=":material/dns:"):
-        _deployment_fields()
-
-
-def _trace_fields(box: DeltaGenerator) -> None:
-    """Trace replay: a built-in trace or an uploaded file, its format, the slice and the speed."""
-    left, right = box.columns(2)
-    catalog_field(left, state, "trace", TRACES, placeholder=_("or upload a trace file"))
-    catalog_field(right, state, "trace_format", TRACE_FORMATS, placeholder=_("told from the file"))
-    box.caption(_(TRACE_ATTRIBUTION))
-    box.file_uploader(
-        _("Trace file (used when no built-in trace is picked)"),
-        type=["jsonl", "json", "csv", "txt"],
-        key=TRACE_FILE,
-        help=_(
-            "Mooncake JSONL, the Azure 2023 CSV or timestamp_s,input_tokens,output_tokens. The file is not part "
-            "of the link: upload it again on another screen."
-        ),
-    )
-    left, mid, right, last = box.columns(4)
-    number_field(left, state, "trace_speed", step=1.0, fmt="%.6g")
-    number_field(mid, state, "trace_start", step=60.0, fmt="%.6g")
-    number_field(right, state, "trace_duration", step=60.0, fmt="%.6g", placeholder=_("empty: to the end"))
-    number_field(last, state, "trace_limit", step=100, placeholder=_("empty: no limit"))
-
-
-def _session_fields(box: DeltaGenerator) -> None:
-    """Sessions: users, turns, think time, chat or agent, or the user's own conversations."""
-    left, mid, right, last = box.columns(4)
-    number_field(left, state, "sessions", step=1)
-    number_field(mid, state, "turns", step=1)
-    number_field(right, state, "think_time", step=0.5, fmt="%.4g")
-    choice_field(last, state, "session_variant", SESSION_VARIANTS)
-    box.file_uploader(
-        _("Conversations file (optional: else synthetic sessions)"),
-        type=["jsonl", "json", "txt"],
-        key=CONVERSATIONS_FILE,
-        help=_(
-            'JSONL in the OpenAI messages format, one {"messages": [...]} per line; each user message is a turn '
-            "and recorded answers are replaced by the server's. The file is not part of the link: upload it again "
-            "on another screen."
-        ),
-    )
-    box.caption(
-        _(
-            "Every turn resends the whole conversation so far, the server's own answers included, so later turns "
-            "show what the prefix cache saves. The levels and rates are not used: the sessions are one level."
-        )
-    )
-
-
-def _rate_fields() -> None:
-    """Open-loop load: a list of request rates (one level each), or a search for the highest rate within the SLO."""
-    st.caption(
-        _(
-            "Give rates to send requests at those arrival rates instead of the concurrency levels (one level per "
-            "rate), or let the probe find the highest rate whose level meets the SLO targets."
-        )
-    )
-    left, mid, right = st.columns(3)
-    text_field(left, state, "rate", placeholder=_("empty: closed loop, e.g. 1,2,4,8"))
-    number_field(mid, state, "burstiness", step=0.5, fmt="%.4g")
-    number_field(right, state, "max_in_flight", step=8, placeholder=_("the highest concurrency"))
-    left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
-    toggle_field(left, state, "find_max_rate")
-    number_field(mid, state, "search_max_levels", step=1)
-    number_field(right, state, "search_max_duration", step=60.0, fmt="%.6g")
-
-
-def _deployment_fields() -> None:
-    """The deployment measured: optional; what is left empty is read from the server when it tells."""
-    names = display_names()
-    st.caption(
-        _(
-            "A run calibrates the estimates of its deployment once all five are known. Left empty, the engine is "
-            "read from the server's metrics or model list, and the model and quantization from the served "
-            "checkpoint when it names one catalog entry; the run says what was detected."
-        )
-    )
-    left, mid, right = st.columns([3, 2, 3])
-    catalog_field(left, state, "gpu", names["gpu"], placeholder=_("not stated"))
-    number_field(mid, state, "gpu_count", step=1, placeholder=_("not stated"))
-    catalog_field(right, state, "deploy_model", names["model"], placeholder=_("detect from /v1/models"))
-    left, right = st.columns(2)
-    catalog_field(left, state, "engine", names["engine"], placeholder=_("detect from the server"))
-    catalog_field(right, state, "quant", names["quant"], placeholder=_("detect from the checkpoint name"))
 
 
 def _kept_upload(key: str) -> str | None:
@@ -381,22 +200,27 @@ def _settle() -> None:
         del st.session_state[RUN]
 
 
+def _level_load(run: ProbeRun, progress: Progress) -> str:
+    """What the running level sends: a trace, sessions, a concurrency or a request rate."""
+    if run.settings.trace_mode:
+        return _("replaying the trace at {speed}×").format(speed=f"{run.settings.trace_speed:g}")
+    if run.settings.sessions_mode:
+        return _("{sessions} sessions of up to {turns} turns").format(
+            sessions=progress.concurrency, turns=run.settings.turns
+        )
+    if progress.request_rate_rps is None:
+        return _("concurrency {level}").format(level=progress.concurrency)
+    return _("{rate} requests/s").format(rate=f"{progress.request_rate_rps:g}")
+
+
 def _progress_view(run: ProbeRun, progress: Progress) -> None:
+    """The running probe's status box: where it is, its progress bars and the levels finished so far."""
     total = max(1, progress.levels_total or len(run.settings.concurrency))
     per_level = max(1, progress.requests_per_level or run.settings.requests_per_level)
     done_levels = len(progress.levels)
     index = progress.level_index if progress.level_index is not None else 0
     if progress.phase == "level":
-        if run.settings.trace_mode:
-            load = _("replaying the trace at {speed}×").format(speed=f"{run.settings.trace_speed:g}")
-        elif run.settings.sessions_mode:
-            load = _("{sessions} sessions of up to {turns} turns").format(
-                sessions=progress.concurrency, turns=run.settings.turns
-            )
-        elif progress.request_rate_rps is None:
-            load = _("concurrency {level}").format(level=progress.concurrency)
-        else:
-            load = _("{rate} requests/s").format(rate=f"{progress.request_rate_rps:g}")
+        load = _level_load(run, progress)
         if run.settings.find_max_rate:
             label = _("Level {number} of at most {total}: {load}").format(number=index + 1, total=total, load=load)
         else:
@@ -445,7 +269,7 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
             started_at=progress.levels[0].started_at,
             levels=list(progress.levels),
         )
-        box.dataframe(pd.DataFrame(level_rows(partial, _)), hide_index=True, key="probe.live.levels")
+        box.dataframe(without_gaps(level_rows(partial, _)), hide_index=True, key="probe.live.levels")
         box.plotly_chart(throughput_figure([partial], _), key="probe.live.throughput")
 
 

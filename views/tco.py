@@ -1,26 +1,26 @@
 """Cost calculator: GPU price and traffic in; cost per request, per million tokens, per month and year out."""
 
-import pandas as pd
 import streamlit as st
 
 from catalog import AUTO, find_gpu, get_engine, load_gpus, load_handbook, load_models, load_quant_methods
 from catalog.quantization import get_quant
-from i18n.numbers import format_large
 from perf import ENGINE_FAMILIES, PerfError
 from perf.coefficients import newest_release
-from tco import CUSTOM_GPU, TcoInputs, TcoResult, convert, estimate, format_money
+from tco import CUSTOM_GPU, TcoInputs, convert, estimate
 from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
 from tco.inputs import TpsSource, catalog_price
-from tco.money import Currency
+from tco.money import format_money_range
 from tco.throughput import OperatingPoint, estimate_tps
 from ui.calibration import stored_calibrations
 from ui.concepts import concept_note
 from ui.errors import guarded, show_errors
 from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
+from ui.names import estimate_label
 from ui.params import aliases, validate_params
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
+from views.tco_parts.results import capacity_and_fleet, headline, levers_tab
 
 PAGE = "tco"
 state = PageState(PAGE, TcoInputs, load_base=load_scenario_params(PAGE))
@@ -54,7 +54,22 @@ def _gpu_label(gpu_id: str) -> str:
 
 
 def _inputs_form() -> None:
+    """The sidebar's form, group by group: GPU, price, throughput, requests, traffic, levers."""
     st.subheader(_("Scenario"))
+    _gpu_input()
+    _price_inputs()
+    _throughput_input()
+    with st.expander(_("Estimate throughput"), icon=":material/query_stats:"):
+        _estimate_inputs()
+    _request_inputs()
+    st.subheader(_("Traffic"))
+    _traffic_inputs()
+    with st.expander(_("Optimization levers (handbook Q5)"), icon=":material/tune:"):
+        _lever_inputs()
+
+
+def _gpu_input() -> None:
+    """The GPU and the public price on record for it (or why there is none)."""
     gpu_ids = [g.id for g in load_gpus()] + [CUSTOM_GPU]
     st.selectbox(
         _("GPU"),
@@ -67,34 +82,44 @@ def _inputs_form() -> None:
     gpu_id = st.session_state.get(K("gpu"))
     if gpu_id and gpu_id != CUSTOM_GPU:
         gpu = find_gpu(gpu_id)
-        if gpu.has_price:
+        if gpu.has_price and gpu.price_currency is not None:
             st.caption(
-                _("Public price: {low}–{high} {currency}/GPU-hour ({date}). Source: {source}").format(
-                    low=f"{gpu.price_low:g}",
-                    high=f"{gpu.price_high:g}",
-                    currency=gpu.price_currency,
-                    date=gpu.price_date,
+                _("Public price: {prices}/GPU-hour ({date}). Source: {source}").format(
+                    prices=format_money_range(gpu.price_low, gpu.price_high, gpu.price_currency, language=language()),
+                    date=_(gpu.price_date),  # the data catalog words the data file's dates (i18n/domains.toml)
                     source=gpu.price_source,
                 )
             )
         else:
             st.caption(
                 _("No public hourly price on record for {gpu} ({note}); enter yours.").format(
-                    gpu=gpu.name, note=gpu.price_note
+                    gpu=gpu.name, note=_(gpu.price_note)
                 )
             )
+
+
+def _price_inputs() -> None:
+    """Currency, exchange rate, price per GPU-hour and GPUs per replica."""
     left, right = st.columns(2)
     left.segmented_control(
         _("Currency"), ["CNY", "USD"], key=K("currency"), on_change=_on_currency_change, required=True
     )
     right.number_input(
-        _("Exchange rate (CNY per USD)"), key=K("fx"), step=0.01, format="%.4g", help=f"{load_handbook().fx.source}"
+        _("Exchange rate (CNY per USD)"),
+        key=K("fx"),
+        step=0.01,
+        format="%.4g",
+        help=_("Source: {source}").format(source=load_handbook().fx.source),
     )
     left, right = st.columns(2)
     left.number_input(_("Price per GPU-hour (in the currency above)"), key=K("price"), step=0.1, format="%.4g")
     right.number_input(
         _("GPUs per replica"), key=K("gpus"), step=1, help=_("GPUs serving one model copy (tensor parallel size).")
     )
+
+
+def _throughput_input() -> None:
+    """The throughput per replica, typed or measured, and where it comes from."""
     measured_rps = st.session_state.get(K("rps"))
     st.number_input(
         _("Throughput per replica (output tokens/s)"),
@@ -108,6 +133,11 @@ def _inputs_form() -> None:
             "fill it from an estimate (below)."
         ).format(tok_s=f"{_SEED.output_tok_s:g}", concurrency=_SEED.concurrency),
     )
+    _throughput_source(measured_rps)
+
+
+def _throughput_source(measured_rps: object) -> None:
+    """Say where the throughput comes from: a probe run's rate, an estimate or the handbook's run."""
     if measured_rps:
         rate, _sep, run_id = str(measured_rps).partition("@")
         st.caption(
@@ -134,8 +164,10 @@ def _inputs_form() -> None:
                 "For another model or engine, estimate it below or cost a probe run."
             ).format(model=_SEED.model, engine=_SEED.engine, concurrency=_SEED.concurrency)
         )
-    with st.expander(_("Estimate throughput"), icon=":material/query_stats:"):
-        _estimate_inputs()
+
+
+def _request_inputs() -> None:
+    """Tokens per request and hours per month."""
     left, right = st.columns(2)
     left.number_input(_("Output tokens per request"), key=K("out_tokens"), step=10)
     right.number_input(_("Input tokens per request"), key=K("in_tokens"), step=50)
@@ -146,7 +178,10 @@ def _inputs_form() -> None:
         format="%.6g",
         help=_("730 = 8,760 h / 12 (most cloud bills); the handbook uses 720 (30 days)."),
     )
-    st.subheader(_("Traffic"))
+
+
+def _traffic_inputs() -> None:
+    """Requests per day, the peak over the average and the target utilization."""
     st.number_input(_("Traffic (requests per day)"), key=K("traffic"), step=10_000.0, format="%.10g")
     left, right = st.columns(2)
     left.number_input(
@@ -163,8 +198,6 @@ def _inputs_form() -> None:
         format="%.4g",
         help=_("How busy a replica may run at peak; above 0 and at most 100."),
     )
-    with st.expander(_("Optimization levers (handbook Q5)"), icon=":material/tune:"):
-        _lever_inputs()
 
 
 def _drop_rps() -> None:
@@ -204,7 +237,7 @@ def _point_text(point: OperatingPoint) -> str:
         if point.meets_slo
         else _("at concurrency 1: it misses the SLO even there")
     )
-    return f"{where}; {point.label_text(_)}"
+    return f"{where}; {estimate_label(point, _)}"
 
 
 def _estimate_inputs() -> None:
@@ -272,7 +305,7 @@ def _estimate_note(inputs: TcoInputs) -> None:
         "Throughput {tok_s} tok/s per replica is an {label}. {model} on {gpus}x {gpu} with {engine}, {quant}, {where}."
     ).format(
         tok_s=f"{inputs.output_tok_s_per_replica:,.6g}",
-        label=point.label_text(_),
+        label=estimate_label(point, _),
         model=point.estimate.model_name,
         gpus=inputs.gpus_per_replica,
         gpu=point.estimate.gpu_name,
@@ -322,7 +355,7 @@ def _lever_inputs() -> None:
         key=K("prefill_share"),
         step=1.0,
         format="%.4g",
-        help=load_handbook().levers.prefix_caching.source,
+        help=_("Source: {source}").format(source=load_handbook().levers.prefix_caching.source),
     )
     st.toggle(_("Speculative decoding"), key=K("spec"))
     left, mid, right = st.columns(3)
@@ -333,157 +366,12 @@ def _lever_inputs() -> None:
         key=K("spec_break_even"),
         step=5.0,
         format="%.4g",
-        help=load_handbook().levers.speculative_decoding.source,
+        help=_("Source: {source}").format(source=load_handbook().levers.speculative_decoding.source),
     )
     st.toggle(_("Distillation (e.g. 7B → 3B)"), key=K("distill"))
     st.number_input(_("Cost cut (%)"), key=K("distill_cut"), step=5.0, format="%.4g")
     st.toggle(_("Spot GPUs"), key=K("spot"))
     st.number_input(_("Spot price cut (%)"), key=K("spot_cut"), step=5.0, format="%.4g")
-
-
-def _money(amount: float | None, currency: str, *, compact: bool = False) -> str:
-    return format_money(amount, currency, compact=compact, language=language())
-
-
-def _exact(amount: float | None, currency: str) -> str:
-    """The exact figure for a hover, when the shown one is rounded into 万/亿 or millions."""
-    return _("Exactly {amount}").format(amount=format_money(amount, currency))
-
-
-def _headline(result: TcoResult) -> None:
-    cur = result.inputs.currency
-    cap = result.capacity
-    st.subheader(_("One replica at full load"))
-    cols = st.columns(4)
-    cols[0].metric(_("Cost per request"), _money(cap.cost_per_request, cur), border=True)
-    cols[1].metric(_("Per million output tokens"), _money(cap.cost_per_million_output_tokens, cur), border=True)
-    cols[2].metric(_("Per million tokens (in + out)"), _money(cap.cost_per_million_total_tokens, cur), border=True)
-    cols[3].metric(
-        _("Per replica per month"),
-        _money(cap.cost_per_replica_month, cur),
-        border=True,
-        help=_exact(cap.cost_per_replica_month, cur)
-        + "; "
-        + _("{amount} per year").format(amount=_money(cap.cost_per_replica_year, cur)),
-    )
-    _other_currency(result)
-
-
-def _capacity_and_fleet(result: TcoResult) -> None:
-    """The rest of the figures: one replica's capacity, and the fleet your traffic needs."""
-    cur = result.inputs.currency
-    cap, fleet = result.capacity, result.fleet
-    cols = st.columns(4)
-    cols[0].metric(_("Seconds of output per request"), f"{cap.seconds_of_output_per_request:.2f} s", border=True)
-    cols[1].metric(_("Requests/s per replica"), f"{cap.requests_per_s:,.2f}", border=True)
-    cols[2].metric(
-        _("Requests/day per replica"),
-        format_large(cap.requests_per_day, language()),
-        border=True,
-        help=f"{cap.requests_per_day:,.0f}",
-    )
-    cols[3].metric(
-        _("Per replica per year"),
-        _money(cap.cost_per_replica_year, cur),
-        border=True,
-        help=_exact(cap.cost_per_replica_year, cur),
-    )
-    st.subheader(_("Your traffic"))
-    cols = st.columns(4)
-    cols[0].metric(
-        _("Replicas at peak"),
-        f"{fleet.replicas:,}",
-        border=True,
-        help=_("peak {rps} req/s at {util}% target utilization").format(
-            rps=f"{fleet.peak_requests_per_s:,.2f}", util=f"{result.inputs.target_utilization_pct:g}"
-        ),
-    )
-    cols[1].metric(_("GPUs needed"), f"{fleet.gpus:,}", border=True)
-    cols[2].metric(
-        _("Fleet per month"),
-        _money(fleet.fleet_cost_per_month, cur, compact=True),
-        border=True,
-        help=_exact(fleet.fleet_cost_per_month, cur)
-        + "; "
-        + _("{amount} per year").format(amount=_money(fleet.fleet_cost_per_year, cur)),
-    )
-    cols[3].metric(
-        _("Fleet per year"),
-        _money(fleet.fleet_cost_per_year, cur, compact=True),
-        border=True,
-        help=_exact(fleet.fleet_cost_per_year, cur),
-    )
-    cols = st.columns(4)
-    util = fleet.utilization_at_average
-    cols[0].metric(_("Utilization at average traffic"), "—" if util is None else f"{util:.0%}", border=True)
-    cols[1].metric(
-        _("Effective cost per request"),
-        _money(fleet.effective_cost_per_request, cur),
-        border=True,
-        help=_("Fleet cost divided by the requests actually served: idle capacity is paid for."),
-    )
-    cols[2].metric(_("Average requests/s"), f"{fleet.average_requests_per_s:,.2f}", border=True)
-    cols[3].metric(_("Peak requests/s"), f"{fleet.peak_requests_per_s:,.2f}", border=True)
-    concept_note("utilization")
-
-
-def _other_currency(result: TcoResult) -> None:
-    """The headline in the other currency too, at the exchange rate the page uses."""
-    inputs, cap = result.inputs, result.capacity
-    other = Currency.USD if inputs.currency == Currency.CNY else Currency.CNY
-
-    def there(amount: float) -> str:
-        return _money(convert(amount, inputs.currency, other, inputs.cny_per_usd), other)
-
-    st.caption(
-        _(
-            "In {currency} at {fx} CNY per USD: {per_request} per request, {per_month} per replica per month, "
-            "{fleet} for the fleet per month."
-        ).format(
-            currency=other.value,
-            fx=f"{inputs.cny_per_usd:g}",
-            per_request=there(cap.cost_per_request),
-            per_month=there(cap.cost_per_replica_month),
-            fleet=there(result.fleet.fleet_cost_per_month),
-        )
-    )
-
-
-def _levers_tab(result: TcoResult) -> None:
-    cur = result.inputs.currency
-    chain = result.levers
-    cols = st.columns(3)
-    cols[0].metric(_("Optimized cost per request"), _money(chain.optimized.cost_per_request, cur), border=True)
-    cols[1].metric(
-        _("Optimized fleet per year"),
-        _money(chain.optimized_fleet.fleet_cost_per_year, cur, compact=True),
-        border=True,
-        help=_exact(chain.optimized_fleet.fleet_cost_per_year, cur),
-    )
-    cols[2].metric(
-        _("Saved per year at your traffic"),
-        _money(chain.saving_per_year, cur, compact=True),
-        border=True,
-        help=_exact(chain.saving_per_year, cur),
-    )
-    table = pd.DataFrame(
-        [
-            {
-                _("lever"): s.label,
-                _("on"): s.enabled,
-                _("effect"): s.effect,
-                _("cost per request after"): _money(s.cost_per_request_after, cur) if s.enabled else "",
-                _("saved per request"): _money(s.saving_per_request, cur) if s.enabled else "",
-                _("replicas after"): s.replicas_after if s.enabled else None,
-                _("saved per year"): _money(s.saving_per_year, cur) if s.enabled else "",
-                _("source"): s.source,
-            }
-            for s in chain.steps
-        ]
-    )
-    st.dataframe(table, hide_index=True)
-    for key in ("prefix_caching", "speculative_decoding", "spot"):
-        concept_note(key)
 
 
 def body() -> None:
@@ -514,10 +402,10 @@ def _results(inputs: TcoInputs) -> None:
     result = estimate(inputs, _)
     _estimate_note(inputs)
     _measured_note(inputs)
-    _headline(result)
+    headline(result)
     if not after_headline(PAGE):
         return  # the first run ends with the headline; the rest follows once the browser has drawn it
-    _capacity_and_fleet(result)
+    capacity_and_fleet(result)
     for note in result.notes:
         st.info(note, icon="💡")
     # Lazy tabs: only the open one runs, so a shared link's headline is not held back by charts (docs/performance.md).
@@ -527,7 +415,7 @@ def _results(inputs: TcoInputs) -> None:
         on_change="rerun",
     )
     with levers:
-        _levers_tab(result)
+        levers_tab(result)
     if by_lever.open:
         by_lever.plotly_chart(lever_waterfall(result, _, language()), key="tco.fig.waterfall")
     if sens.open:

@@ -15,6 +15,7 @@ from tests.e2e.helpers import (
     number_field,
     open_page,
     query,
+    scroll_to_top,
     wait_for_query,
 )
 from tests.e2e.screens import keep_screenshot
@@ -59,3 +60,12 @@ def test_compare_link_ranks_and_an_options_link_opens_the_cost_page(page: Page, 
     expect(metric(page, "GPUs needed")).to_have_text(gpus_needed)
     expect(metric(page, "Fleet per month")).to_have_text(fleet)
     assert_no_traceback(page)
+
+
+def test_readme_screenshot_of_the_compare_page_in_chinese(page: Page, app_url: str) -> None:
+    """The README's Chinese picture of /compare (docs/screenshots/ with UPDATE_SCREENSHOTS=1, `make screenshots`)."""
+    open_page(page, app_url + COMPARE_LINK + "&lang=zh", "哪个方案最便宜？")
+    expect(metric(page, "每百万输出 token")).to_contain_text("$")  # the ranking is done, in dollars
+    expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+    scroll_to_top(page)
+    keep_screenshot(page, "compare-zh.png")

@@ -118,7 +118,8 @@ def test_the_list_comes_first_then_its_filters_and_the_picker(fake: FakeServer, 
 def test_each_page_flag_is_its_url_path() -> None:
     """The router marks a page drawn by its url_path; the pages name their flag by PAGE: the two must agree."""
     paths = dict(re.findall(r'st\.Page\("views/(\w+)\.py".*?url_path="(\w+)"', (ROOT / "app.py").read_text()))
-    for view in Path(ROOT / "views").glob("*.py"):
+    for view in Path(ROOT / "views").rglob("*.py"):
         found = re.search(r'^PAGE = "(\w+)"', view.read_text(), re.MULTILINE)
-        if found:
-            assert paths[view.stem] == found.group(1), view.name
+        if found:  # a page's sections (views/<page>_parts/) name the page's flag too
+            page = view.parent.name.removesuffix("_parts") if view.parent.name.endswith("_parts") else view.stem
+            assert paths[page] == found.group(1), view.name

@@ -3,7 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
+from i18n import Language
 from tco import Currency, TcoInputs, convert, estimate, format_money
+from tco.money import format_money_range
 from ui.params import to_params, validate_params
 
 
@@ -70,3 +72,33 @@ def test_currency_conversion_and_formatting() -> None:
     assert format_money(10_800, "CNY") == "10,800 CNY"
     assert format_money(7.0862, "CNY") == "7.09 CNY"
     assert format_money(None, "CNY") == "—"
+
+
+@pytest.mark.parametrize(
+    ("amount", "english", "chinese"),
+    [
+        (4.15e-05, "0.000041 USD", "$0.000041"),  # fixed notation however small, never 4.15e-05
+        (0.00002, "0.000020 USD", "$0.000020"),
+        (0.0014172, "0.0014 USD", "$0.0014"),
+    ],
+)
+def test_small_amounts_read_in_fixed_notation(amount: float, english: str, chinese: str) -> None:
+    assert format_money(amount, "USD") == english
+    assert format_money(amount, "USD", language="zh") == chinese
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "currency", "language", "shown"),
+    [
+        (15, 15, "CNY", "en", "15.00 CNY"),  # equal ends print one value, not '15–15'
+        (15, 15, "CNY", "zh", "15.00 元"),
+        (2.5, 7, "USD", "en", "2.50–7.00 USD"),
+        (2.5, 7, "USD", "zh", "$2.50–$7.00"),
+        (0.071, 0.32, "CNY", "zh", "0.071–0.32 元"),
+        (None, 3, "USD", "en", "3.00 USD"),
+    ],
+)
+def test_a_money_range_prints_one_value_when_its_ends_agree(
+    low: float | None, high: float, currency: str, language: Language, shown: str
+) -> None:
+    assert format_money_range(low, high, currency, language=language) == shown

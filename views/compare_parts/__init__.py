@@ -1,0 +1,1 @@
+"""The sections of the compare page (views/compare.py), one module each."""

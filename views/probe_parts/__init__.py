@@ -1,0 +1,1 @@
+"""The sections of the live probe page (views/probe.py), one module each."""

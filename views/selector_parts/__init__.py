@@ -1,0 +1,1 @@
+"""The sections of the engine advisor page (views/selector.py), one module each."""

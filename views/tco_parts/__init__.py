@@ -1,0 +1,1 @@
+"""The sections of the cost calculator page (views/tco.py), one module each."""
