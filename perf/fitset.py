@@ -1,6 +1,5 @@
 """The public measurements the step model is fitted and validated on, read into catalog terms."""
 
-import csv
 import math
 import tomllib
 from functools import cache
@@ -10,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from catalog.models import load_models
+from catalog.tables import read_rows
 from perf.features import ReplicaShape
 from perf.inputs import PerfRequest
 
@@ -115,43 +115,42 @@ def _aiconfigurator() -> tuple[list[Point], dict[str, int]]:
     assert isinstance(models, dict) and isinstance(quants, dict)
     points, left_out = [], dict[str, int]()
     known = {m.id for m in load_models()}
-    with (DATA / str(cfg["file"])).open(newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            reason = ""
-            if row["mode"] != cfg["mode"]:
-                reason = "disaggregated serving"
-            elif row["model_path"] not in models:
-                reason = f"model {row['model_path']} left out"
-            elif str(models[row["model_path"]]) not in known:
-                reason = f"model {models[row['model_path']]} not in the catalog"
-            elif row["system"] not in systems:
-                reason = f"system {row['system']} not in the catalog"
-            if reason:
-                left_out[reason] = left_out.get(reason, 0) + 1
-                continue
-            tp = int(float(row["tp_size"] or 1))
-            adp = int(float(row["attention_dp_size"] or 1) or 1)
-            ep = int(float(row["moe_ep_size"] or 1) or 1)
-            gpus = tp * adp
-            shape = ReplicaShape(tensor_parallel=gpus, attention_data_parallel=adp > 1, expert_parallel=ep > 1)
-            points.append(
-                Point(
-                    source="aiconfigurator",
-                    publisher="aiconfigurator",
-                    row_id=row["id"],
-                    model=str(models[row["model_path"]]),
-                    gpu=str(systems[row["system"]]),
-                    engine=str(backends[row["backend"]]),
-                    engine_version=row["backend_version"],
-                    quant=str(quants[row["gemm_quant_mode"]]),
-                    shape=shape,
-                    input_tokens=int(row["isl"]),
-                    output_tokens=int(row["osl"]),
-                    concurrency=int(float(row["batch_size"])),
-                    ttft_ms=_num(row["silicon_ttft_ms"]),
-                    tpot_ms=_num(row["silicon_tpot_ms"]),
-                )
+    for row in read_rows(DATA / str(cfg["file"])):
+        reason = ""
+        if row["mode"] != cfg["mode"]:
+            reason = "disaggregated serving"
+        elif row["model_path"] not in models:
+            reason = f"model {row['model_path']} left out"
+        elif str(models[row["model_path"]]) not in known:
+            reason = f"model {models[row['model_path']]} not in the catalog"
+        elif row["system"] not in systems:
+            reason = f"system {row['system']} not in the catalog"
+        if reason:
+            left_out[reason] = left_out.get(reason, 0) + 1
+            continue
+        tp = int(float(row["tp_size"] or 1))
+        adp = int(float(row["attention_dp_size"] or 1) or 1)
+        ep = int(float(row["moe_ep_size"] or 1) or 1)
+        gpus = tp * adp
+        shape = ReplicaShape(tensor_parallel=gpus, attention_data_parallel=adp > 1, expert_parallel=ep > 1)
+        points.append(
+            Point(
+                source="aiconfigurator",
+                publisher="aiconfigurator",
+                row_id=row["id"],
+                model=str(models[row["model_path"]]),
+                gpu=str(systems[row["system"]]),
+                engine=str(backends[row["backend"]]),
+                engine_version=row["backend_version"],
+                quant=str(quants[row["gemm_quant_mode"]]),
+                shape=shape,
+                input_tokens=int(row["isl"]),
+                output_tokens=int(row["osl"]),
+                concurrency=int(float(row["batch_size"])),
+                ttft_ms=_num(row["silicon_ttft_ms"]),
+                tpot_ms=_num(row["silicon_tpot_ms"]),
             )
+        )
     return points, left_out
 
 
@@ -166,31 +165,30 @@ def _published() -> list[Point]:
     if not path.exists():
         return []
     points = []
-    with path.open(newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(line for line in handle if not line.startswith("#")):
-            conc = row["concurrency"].strip()
-            points.append(
-                Point(
-                    source="published",
-                    publisher=row["publisher"],
-                    row_id=row["id"],
-                    model=row["model"],
-                    gpu=row["gpu"],
-                    engine=row["engine"],
-                    engine_version=row["engine_version"],
-                    quant=row["quant"],
-                    shape=_published_shape(row),
-                    input_tokens=int(row["input_tokens"]),
-                    output_tokens=int(row["output_tokens"]),
-                    concurrency=None if conc == "max" else int(conc),
-                    ttft_ms=_num(row["ttft_ms"]),
-                    tpot_ms=_num(row["tpot_ms"]),
-                    output_tok_s=_num(row["output_tok_s"]),
-                    ttft_stat=row["ttft_stat"] or "mean",
-                    layout=_given_layout(row),
-                    load="one-batch" if row.get("load") == "one-batch" else "closed-loop",
-                )
+    for row in read_rows(path, comment="#"):
+        conc = row["concurrency"].strip()
+        points.append(
+            Point(
+                source="published",
+                publisher=row["publisher"],
+                row_id=row["id"],
+                model=row["model"],
+                gpu=row["gpu"],
+                engine=row["engine"],
+                engine_version=row["engine_version"],
+                quant=row["quant"],
+                shape=_published_shape(row),
+                input_tokens=int(row["input_tokens"]),
+                output_tokens=int(row["output_tokens"]),
+                concurrency=None if conc == "max" else int(conc),
+                ttft_ms=_num(row["ttft_ms"]),
+                tpot_ms=_num(row["tpot_ms"]),
+                output_tok_s=_num(row["output_tok_s"]),
+                ttft_stat=row["ttft_stat"] or "mean",
+                layout=_given_layout(row),
+                load="one-batch" if row.get("load") == "one-batch" else "closed-loop",
             )
+        )
     return points
 
 
