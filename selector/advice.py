@@ -61,8 +61,8 @@ class Advice(BaseModel):
         """The chosen engine's command, ready to paste."""
         return self.launch.shell
 
-    def summary(self, tr: Translate = identity) -> str:
-        """One readable sentence."""
+    def summary(self, tr: Translate = identity, kv_text: str | None = None) -> str:
+        """One readable sentence (`kv_text`: the KV cache dtype as the page words it; its engine value otherwise)."""
         spec = tr("n-gram speculation") if self.speculative.enabled else tr("no speculation")
         fit_text = (
             tr("up to {sequences} sequences of {tokens} tokens").format(
@@ -74,7 +74,7 @@ class Advice(BaseModel):
         return tr("{engine} with {quant} weights, {kv} KV cache and {spec} on {gpus}x {gpu}: {fit}.").format(
             engine=self.engine_name,
             quant=self.quantization_name,
-            kv=self.kv_cache_dtype,
+            kv=self.kv_cache_dtype if kv_text is None else kv_text,
             spec=spec,
             gpus=self.request.gpus,
             gpu=self.gpu_name,

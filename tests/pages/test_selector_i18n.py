@@ -197,6 +197,8 @@ def test_the_default_page_in_chinese_shows_the_rules_chinese_reasons_and_the_sam
     assert [t.label for t in at.tabs] == ["理由", "显存估算", "启动命令", "引擎对比"]
     shown = " ".join(texts(at.markdown))
     assert "国际生态下的通用推理服务默认用 vLLM" in shown  # engine.default's reason_zh
+    sentence = next(t for t in texts(at.markdown) if "AWQ" in t and "A800" in t)  # the advice in one sentence
+    assert translate("zh", "the model's own (auto)") in sentence and " auto KV" not in sentence  # worded, not the id
     at = _open_tab(at, "启动命令")  # the tabs are lazy: only the open one runs
     assert any("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ" in c.value for c in at.code)  # the command is the same
     at = _open_tab(at, "引擎对比")

@@ -35,7 +35,7 @@ def card(advice: Advice) -> bool:
             )
         else:
             st.subheader(_(":material/recommend: Run {engine}").format(engine=advice.engine_name))
-        st.write(advice.summary(tr=_))
+        st.write(advice.summary(tr=_, kv_text=kv_dtype_text(advice.kv_cache_dtype, _)))
         cols = st.columns(4)
         cols[0].metric(
             _("Engine"),
