@@ -20,7 +20,7 @@ def test_the_a800_owned_beside_rented_with_both_break_evens() -> None:
     assert metric(at, "Rental price per GPU-hour") == "15.00 CNY"
     assert metric(at, "Owning beats renting from") == "55%"
     assert metric(at, "Payback vs renting") == "13.2 months"
-    assert any("Source: http://m.boke.042.cn" in c for c in texts(at.caption))
+    assert any("Source: A800 sold at 12000 USD: http://m.boke.042.cn" in c for c in texts(at.caption))
     assert metric(at, "Joules per output token") == "2.07 J"  # 1,218.75 W at the wall / 588 tok/s
 
 

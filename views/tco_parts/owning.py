@@ -242,7 +242,7 @@ def _apis(inputs: TcoInputs, cmp: ApiComparison) -> None:
     _api_table(cmp, cur)
     st.caption(
         _(
-            "List prices from LiteLLM's model price table (MIT), snapshot of {date}: {url}. Refresh: `{command}`."
+            "List prices from [LiteLLM's model price table]({url}) (MIT), snapshot of {date}. Refresh: `{command}`."
         ).format(date=best.snapshot_date, url=UPSTREAM_URL, command=REFRESH_COMMAND)
     )
 
