@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from catalog.api_prices import UPSTREAM_URL
+from catalog.models import find_model
 from catalog.owning import OwningKey, owning_default
 from i18n.numbers import format_large
 from tco import TcoResult, convert, format_money
@@ -215,6 +216,11 @@ def _tokens(requests: float | None, tokens_per_request: int) -> str:
 
 def _apis(inputs: TcoInputs, cmp: ApiComparison) -> None:
     st.subheader(_("Hosted APIs at your traffic"))
+    st.caption(
+        _("APIs of {model}, the model of the throughput estimate (change it under Estimate throughput).").format(
+            model=find_model(inputs.model).name
+        )
+    )
     if not cmp.options:
         st.info(_("No hosted-API price on record for this model."), icon="💡")
         return
