@@ -18,6 +18,7 @@ from perf.inputs import ENGINE_FAMILIES
 from selector.inputs import AdviceRequest
 from selector.rules import load_rules
 from tco.money import Currency, convert
+from tco.owning_inputs import OwningInputs
 
 CUSTOM_GPU = "custom"
 MAX_SLO_MS = 3_600_000
@@ -128,7 +129,7 @@ class TpsSource(StrEnum):
 _SLO = _HB.slo
 
 
-class TcoInputs(BaseModel):
+class TcoInputs(OwningInputs):  # owning, energy and API fields: tco/owning_inputs.py
     """Everything the cost page asks for. Shares and utilization are in percent, as people type them."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")

@@ -18,6 +18,7 @@ from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
 from ui.params import LIST_SEPARATOR
 from ui.state import PageState, plain_widget_value
+from views.compare_parts.apis import api_line
 from views.compare_parts.table import left_out, option_details, ranking_table
 from views.compare_parts.top import headline, latency_and_links
 
@@ -216,6 +217,7 @@ def _results(inputs: CompareInputs) -> None:
     if detail.open:
         with detail:
             option_details(ranking)
+    api_line(ranking)
     left_out(ranking)
 
 

@@ -20,6 +20,7 @@ from ui.names import estimate_label
 from ui.params import aliases, validate_params
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
+from views.tco_parts.owning import owning_inputs, owning_section
 from views.tco_parts.results import capacity_and_fleet, headline, levers_tab
 
 PAGE = "tco"
@@ -66,6 +67,8 @@ def _inputs_form() -> None:
     _traffic_inputs()
     with st.expander(_("Optimization levers (handbook Q5)"), icon=":material/tune:"):
         _lever_inputs()
+    with st.expander(_("Owning, energy and hosted APIs"), icon=":material/factory:"):
+        owning_inputs(K)
 
 
 def _gpu_input() -> None:
@@ -408,6 +411,7 @@ def _results(inputs: TcoInputs) -> None:
     capacity_and_fleet(result)
     for note in result.notes:
         st.info(note, icon="💡")
+    owning_section(result)
     # Lazy tabs: only the open one runs, so a shared link's headline is not held back by charts (docs/performance.md).
     levers, by_lever, sens, curve = st.tabs(
         [_("Optimization levers"), _("Cost by lever"), _("Sensitivity"), _("Cost vs throughput")],

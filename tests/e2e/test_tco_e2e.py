@@ -3,7 +3,17 @@
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.helpers import assert_no_traceback, metric, query, scroll_to_top, wait_for_query, wait_idle
+from tests.e2e.helpers import (
+    assert_no_traceback,
+    metric,
+    number_field,
+    open_expander,
+    query,
+    scroll_to_top,
+    type_into,
+    wait_for_query,
+    wait_idle,
+)
 from tests.e2e.screens import keep_screenshot
 
 pytestmark = pytest.mark.e2e
@@ -60,3 +70,16 @@ def test_without_lang_a_chinese_browser_gets_chinese(browser: Browser, app_url: 
         assert "lang" not in query(tab.url)  # the browser decided; a link keeps no language it was not given
     finally:
         context.close()
+
+
+def test_a_manager_prices_an_owned_server_against_renting_and_the_apis(page: Page, app_url: str) -> None:
+    """Owning an 8-GPU server at 800,000 CNY: 100,000 per GPU, beside the 15 CNY rent and the model's hosted APIs."""
+    page.goto(app_url + "/tco?model=qwen2.5-72b")
+    expect(metric(page, "Owned cost per GPU-hour")).to_have_text("8.23 CNY")  # the A800's sourced card price
+    expect(metric(page, "Cheapest API per month")).to_have_text("56,940 CNY")  # DeepInfra at 1M requests a day
+    open_expander(page, "Owning, energy and hosted APIs")
+    type_into(number_field(page, "or per server"), 800000)
+    wait_for_query(page, {"model": "qwen2.5-72b", "own_server_price": "800000"})
+    expect(metric(page, "Owned cost per GPU-hour")).to_have_text("8.57 CNY")
+    expect(metric(page, "Payback vs renting")).to_have_text("15.3 months")
+    assert_no_traceback(page)

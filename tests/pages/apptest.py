@@ -84,6 +84,11 @@ KEPT_WORDS = frozenset(  # proper names and terms the handbook keeps in English 
         "RadixAttention",
         "Python",
         "OpenAI",
+        "DeepInfra",  # hosted-API providers (catalog/data/api_prices.csv)
+        "Together",
+        "Fireworks",
+        "Groq",
+        "LiteLLM",
         "Apache",
     }
 )

@@ -1,0 +1,67 @@
+"""The comparison's hosted-API line: the top option's fleet beside the model's APIs at the traffic, and its energy."""
+
+import streamlit as st
+
+from catalog.api_prices import UPSTREAM_URL
+from i18n.numbers import format_large
+from tco import format_money
+from tco.api_compare import compare_apis
+from tco.cost import capacity_of, fleet_of
+from tco.energy import energy_of
+from tco.ranking import Ranking
+from ui.lang import _, language
+
+REFRESH_COMMAND = "python -m tco api-prices refresh"
+
+
+def api_line(ranking: Ranking) -> None:
+    """Self-hosting the top option against the cheapest hosted API of the model, at the page's traffic."""
+    top = ranking.top
+    if top is None:
+        return
+    inputs = top.tco_inputs
+    cap = capacity_of(inputs)
+    fleet = fleet_of(inputs, cap)
+    cmp = compare_apis(inputs, cap, fleet)
+    st.subheader(_("Hosted APIs beside the top option"))
+    if not cmp.options:
+        st.caption(_("No hosted-API price on record for this model."))
+        return
+    best = cmp.cheapest_same or min(cmp.options, key=lambda o: o.cost_per_month)
+    cur = inputs.currency
+    cols = st.columns(4)
+    cols[0].metric(
+        _("Top option's fleet per month"),
+        format_money(fleet.fleet_cost_per_month, cur, language=language()),
+        border=True,
+    )
+    cols[1].metric(
+        _("Cheapest API per month"),
+        format_money(best.cost_per_month, cur, language=language()),
+        border=True,
+        help=f"{best.provider}, {best.api_model}",
+    )
+    volume = best.break_even_requests_per_month
+    cols[2].metric(
+        _("Self-hosting is cheaper from"),
+        _("never at these prices")
+        if volume is None
+        else _("{tokens} tokens/month").format(
+            tokens=format_large(volume * inputs.total_tokens_per_request, language())
+        ),
+        border=True,
+    )
+    est = energy_of(inputs, fleet.replicas)
+    if est is not None:
+        cols[3].metric(
+            _("Energy per million output tokens (estimated)"),
+            _("{kwh} kWh").format(kwh=f"{est.kwh_per_million_output_tokens:,.3g}"),
+            border=True,
+            help=_("From rated power x PUE over the option's output tokens/s; the cost page shows the basis."),
+        )
+    st.caption(
+        _(
+            "List prices from [LiteLLM's model price table]({url}) (MIT), snapshot of {date}. Refresh: `{command}`. "
+            "Every API of the model, owning and energy: the top option's cost page."
+        ).format(url=UPSTREAM_URL, date=best.snapshot_date, command=REFRESH_COMMAND)
+    )
