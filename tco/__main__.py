@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from catalog import GpuLookupError, find_gpu
+from catalog.matching import forgiven_matches, forgiven_notes
 from db import init_db, make_engine
 from settings import get_settings
 from tco.price_refresh import RefreshReport, current_book, refresh_prices
@@ -66,10 +67,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
             _print_report(report, out if report.ok else err)
         return EXIT_OK if report.ok else EXIT_FAILED
     try:
-        gpu = find_gpu(args.gpu)
+        with forgiven_matches() as forgiven:
+            gpu = find_gpu(args.gpu)
     except GpuLookupError as exc:
         print(f"--gpu: {exc}", file=err)
         return EXIT_FAILED
+    for note in forgiven_notes(forgiven):
+        print(note, file=err)
     tiers = [{key: getattr(t, key) for key in SHOW_KEYS} for t in current_book(engine).for_gpu(gpu.id)]
     if args.json:
         print(json.dumps(tiers, ensure_ascii=False, indent=2), file=out)

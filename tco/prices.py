@@ -73,3 +73,6 @@ KIND_WORDS: dict[str, str] = {
 def kind_text(kind: str, tr: Translate = identity) -> str:
     """A price kind as a page words it ('on_demand' -> 'on-demand')."""
     return tr(KIND_WORDS.get(kind, kind))
+
+
+MARKET_WORDS: dict[str, str] = {"cn": N_("available in mainland China"), "global": N_("global clouds")}

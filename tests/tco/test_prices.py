@@ -116,9 +116,11 @@ def test_a_failed_refresh_keeps_the_previous_prices_and_exits_2(database_url: st
     assert stored_prices(make_engine(database_url)) == before
 
 
-def test_show_names_the_field_of_an_unknown_gpu(database_url: str) -> None:
+def test_show_names_the_field_of_an_unknown_gpu_and_notes_a_forgiving_match(database_url: str) -> None:
     code, _, err = _run("prices", "show", "--gpu", "Z9000")
     assert code == 2 and err.startswith("--gpu:")
+    code, out, err = _run("prices", "show", "--gpu", "h10")
+    assert code == 0 and "note: --gpu 'h10' matched" in err and "H100" in out
 
 
 def _zip(provider: str) -> bytes:
