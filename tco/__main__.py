@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
         "--from",
         dest="source",
         metavar="DIR_OR_URL",
-        help="a directory of gpuhunt catalog CSVs (<provider>.csv), a .zip of them, or a URL (default: gpuhunt's)",
+        help="a directory of gpuhunt catalog CSVs (<provider>.csv), a .zip of them, or a URL "
+        "(default: PRICES_SOURCE, else gpuhunt's published catalogs)",
     )
     refresh.add_argument("--json", action="store_true", help="print the report as JSON")
     show = actions.add_parser("show", help="list every price tier of a GPU")
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextI
     engine = make_engine(get_settings().database_url)
     init_db(engine)
     if args.action == "refresh":
-        report = refresh_prices(engine, args.source)
+        report = refresh_prices(engine, args.source or get_settings().prices_source or None)
         if args.json:
             print(report.model_dump_json(indent=2), file=out)
         else:

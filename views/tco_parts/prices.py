@@ -4,6 +4,7 @@ import streamlit as st
 
 from catalog import find_gpu
 from catalog.prices import PriceTier
+from settings import get_settings
 from tco.money import format_money
 from tco.price_refresh import RefreshReport, refresh_prices
 from tco.prices import kind_text
@@ -57,7 +58,7 @@ def price_record(gpu_id: str, currency: str, cny_per_usd: float) -> None:
 
 
 def _refresh() -> None:
-    st.session_state[_REFRESHED] = refresh_prices(get_engine())
+    st.session_state[_REFRESHED] = refresh_prices(get_engine(), get_settings().prices_source or None)
     price_book.clear()
 
 
