@@ -143,7 +143,8 @@ def test_price_this_opens_the_cost_page_with_the_gpu_its_count_catalog_price_and
     expect(number_field(page, "Price per GPU-hour (in the currency above)")).to_have_value(price)
     expect(number_field(page, "Throughput per replica (output tokens/s)")).to_have_value(f"{tps:g}")
     expect(page.get_by_role("radio", name=tier.currency, exact=True)).to_be_checked()
-    expect(page.get_by_text(f"Public price: {price}–")).to_be_visible()
+    named = f"Lowest on-demand price on record: {price} {tier.currency}/GPU-hour, on-demand, {tier.provider}"
+    expect(page.get_by_text(named)).to_be_visible()
     expect(
         page.get_by_text(
             re.compile(
