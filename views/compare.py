@@ -107,11 +107,12 @@ def _inputs_form() -> None:
 
 def _market_inputs() -> None:
     """The price tier each GPU is ranked at, and which GPUs to consider: a market, vendors, names."""
-    st.selectbox(
+    st.segmented_control(
         _("Price tier"),
         list(PRICE_KINDS),
         key=K("price_tier"),
         format_func=lambda kind: kind_text(kind, _),
+        required=True,
         help=_("Each GPU is ranked at its lowest price of this kind on record; a GPU without one is left out."),
     )
     with st.expander(_("GPUs to consider"), icon=":material/public:"):
