@@ -84,7 +84,7 @@ def _inputs_form() -> None:
         placeholder="h100:2.5, a800:12",
         help=_(
             "<gpu>{separator}<price per GPU-hour in the currency above>, comma-separated. Other GPUs use their "
-            "lowest public price from the catalog; a GPU without one is left out unless priced here."
+            "lowest price of the chosen tier on record; a GPU without one is left out unless priced here."
         ).format(separator=PRICE_SEPARATOR),
     )
     _market_inputs()
