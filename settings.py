@@ -28,6 +28,11 @@ class Settings(BaseSettings):
     probe_allowed_hosts: str = Field(
         default="", description="comma-separated hosts the probe may target; empty: any host except link-local"
     )
+    prices_source: str | None = Field(
+        default=None,
+        description="where Refresh prices and `python -m tco prices refresh` read gpuhunt's catalogs (a directory, a "
+        ".zip or a URL, e.g. a mirror inside the firewall); empty: gpuhunt's published catalogs",
+    )
 
 
 @cache

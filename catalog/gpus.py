@@ -1,4 +1,4 @@
-"""The GPU catalog: memory, bandwidth, tensor rates, architecture gates, interconnect and hourly prices, with sources.
+"""The GPU catalog: memory, bandwidth, tensor rates, architecture gates and interconnect, with sources.
 
 Conventions of catalog/data/gpus.csv:
 
@@ -15,7 +15,8 @@ Conventions of catalog/data/gpus.csv:
   the network.
 - A ``kind = cpu`` row is a whole CPU host (sockets, DRAM and its bandwidth), served by CPU builds only.
 - Every row names its sources: ``spec_source`` (memory, bandwidth, rates, TDP), ``interconnect_source`` (link and
-  domain, with the convention spelled out) and ``price_source`` / ``price_date``.
+  domain, with the convention spelled out). Prices live in ``gpu_prices.csv`` (``catalog/prices.py``);
+  ``price_note`` says why a GPU has none there.
 """
 
 from functools import cache
@@ -62,12 +63,7 @@ class Gpu(BaseModel):
     interconnect_gb_s: float | None = Field(description="bidirectional GPU-to-GPU GB/s per GPU; None without a link")
     nvlink_domain: int = Field(ge=1, description="GPUs in one NVLink / Infinity Fabric domain (1 = PCIe or none)")
     interconnect_source: str
-    price_low: float | None
-    price_high: float | None
-    price_currency: Literal["USD", "CNY"] | None
-    price_note: str
-    price_source: str
-    price_date: str
+    price_note: str = Field(description="why no price is on record (blank when gpu_prices.csv prices it)")
     spec_source: str
     spec_notes: str
 
@@ -78,9 +74,6 @@ class Gpu(BaseModel):
         "fp16_dense_tflops",
         "tdp_w",
         "interconnect_gb_s",
-        "price_low",
-        "price_high",
-        "price_currency",
         mode="before",
     )
     @classmethod
@@ -117,10 +110,6 @@ class Gpu(BaseModel):
     def half_precision_tflops(self) -> float | None:
         """The dense 16-bit tensor rate serving runs at: BF16, else FP16 (Volta, Turing)."""
         return self.bf16_dense_tflops or self.fp16_dense_tflops
-
-    @property
-    def has_price(self) -> bool:
-        return self.price_low is not None and self.price_currency is not None
 
 
 @cache

@@ -2,9 +2,10 @@
 
 from sqlalchemy import Engine
 
-from db import calibration, recorder, run_queries, scenarios
+from db import calibration, prices, recorder, run_queries, scenarios
 from db.calibration import CalibrationLevel, CalibrationRun, calibration_runs
 from db.engine import init_db, make_engine, safe_url, session_factory
+from db.prices import StoredPrice, replace_prices, stored_prices
 from db.reaper import INTERRUPTED_WITHIN_S, start_recovery, stop_sweeper
 from db.recorder import RunRecorder, confirm_served_model, delete_run
 from db.recovery import recover_interrupted_runs, recover_orphaned_runs
@@ -18,6 +19,7 @@ __all__ = [
     "Engine",
     "RunRecorder",
     "Scenario",
+    "StoredPrice",
     "StoredRun",
     "calibration",
     "calibration_runs",
@@ -31,9 +33,11 @@ __all__ = [
     "list_scenarios",
     "make_engine",
     "model_confirmed",
+    "prices",
     "recorder",
     "recover_interrupted_runs",
     "recover_orphaned_runs",
+    "replace_prices",
     "run_queries",
     "safe_url",
     "save_scenario",
@@ -41,4 +45,5 @@ __all__ = [
     "session_factory",
     "start_recovery",
     "stop_sweeper",
+    "stored_prices",
 ]

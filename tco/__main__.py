@@ -3,9 +3,9 @@
 import sys
 from collections.abc import Callable, Sequence
 
-from tco import api_prices_cli
+from tco import api_prices_cli, prices_cli
 
-COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"api-prices": api_prices_cli.main}
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"prices": prices_cli.main, "api-prices": api_prices_cli.main}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,8 +4,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from catalog import GpuLookupError, engine_release, find_gpu
+from catalog import GpuLookupError, engine_release, find_gpu, load_gpus
 from catalog.engines import find_engine
+from catalog.prices import MARKETS, PRICE_KINDS, PriceKind
 from i18n import N_
 from perf import ENGINE_FAMILIES, Slo
 from selector import SelectorError
@@ -25,6 +26,15 @@ class RankBy(StrEnum):
     PER_MILLION = "per_million"
     FLEET = "fleet"
     PESSIMISTIC = "pessimistic"  # cost per million output tokens if throughput comes in at the band's low end
+
+
+ANY_MARKET = "any"
+MARKET_CHOICES = (ANY_MARKET, *MARKETS)
+
+
+def _listed(value: object) -> object:
+    """A comma-separated URL value as a list (other values pass through)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
 
 class LatencyAxis(StrEnum):
@@ -90,6 +100,24 @@ class CompareInputs(BaseModel):
         title=N_("Price overrides"),
         description=N_("<gpu>:<price per GPU-hour in the currency>, comma-separated; replaces the catalog price"),
     )
+    price_tier: PriceKind = Field(
+        default="on_demand",
+        alias="price_tier",
+        title=N_("Price tier"),
+        description=N_("the kind of price each GPU is ranked at: its lowest tier of that kind"),
+    )
+    market: str = Field(
+        default=ANY_MARKET,
+        alias="market",
+        title=N_("Market"),
+        description=N_("the GPUs one can buy or rent there (catalog/data/markets.csv); 'any' keeps every GPU"),
+    )
+    gpu_names: tuple[str, ...] = Field(
+        default=(), alias="gpu_names", title=N_("GPUs to consider"), description=N_("catalog GPUs; empty: every GPU")
+    )
+    vendors: tuple[str, ...] = Field(
+        default=(), alias="vendors", title=N_("Vendors"), description=N_("GPU vendors; empty: every vendor")
+    )
     engines: tuple[str, ...] = Field(default=ENGINE_FAMILIES, alias="engines", min_length=1, title=N_("Engines"))
     versions: tuple[str, ...] = Field(
         default=(),
@@ -119,6 +147,44 @@ class CompareInputs(BaseModel):
         items = [_price_item(str(v)) for v in value]
         by_gpu = {item.rpartition(PRICE_SEPARATOR)[0]: item for item in items}  # the last price of a GPU wins
         return tuple(sorted(by_gpu.values()))
+
+    @field_validator("price_tier", mode="before")
+    @classmethod
+    def _price_tier(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() not in PRICE_KINDS:
+            raise ValueError(f"'{value}' is not a price tier; allowed: {', '.join(PRICE_KINDS)}")
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("market", mode="before")
+    @classmethod
+    def _market(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() not in MARKET_CHOICES:
+            raise ValueError(f"'{value}' is not a market; allowed: {', '.join(MARKET_CHOICES)}")
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("gpu_names", mode="before")
+    @classmethod
+    def _gpu_names(cls, value: object) -> object:
+        value = _listed(value)
+        if not isinstance(value, list | tuple):
+            return value
+        try:
+            wanted = {find_gpu(str(v)).id for v in value}
+        except GpuLookupError as exc:
+            raise ValueError(str(exc)) from exc
+        return tuple(g.id for g in load_gpus() if g.id in wanted)
+
+    @field_validator("vendors", mode="before")
+    @classmethod
+    def _vendors(cls, value: object) -> object:
+        value = _listed(value)
+        if not isinstance(value, list | tuple):
+            return value
+        known = {g.vendor.lower(): g.vendor for g in load_gpus()}
+        unknown = sorted({str(v) for v in value if str(v).lower() not in known})
+        if unknown:
+            raise ValueError(f"unknown vendor {', '.join(unknown)}; allowed: {', '.join(sorted(known.values()))}")
+        return tuple(sorted({known[str(v).lower()] for v in value}))
 
     @field_validator("versions", mode="before")
     @classmethod

@@ -12,13 +12,15 @@ from catalog import GpuLookupError, engine_release, find_gpu, load_handbook
 from catalog.engines import find_engine
 from catalog.errors import NameLookupError
 from catalog.models import find_model
+from catalog.prices import PriceKind
 from catalog.quantization import AUTO, find_quant
 from i18n import N_
 from perf.inputs import ENGINE_FAMILIES
 from selector.inputs import AdviceRequest
 from selector.rules import load_rules
-from tco.money import Currency, convert
+from tco.money import Currency
 from tco.owning_inputs import OwningInputs
+from tco.prices import PriceBook, snapshot_book
 
 CUSTOM_GPU = "custom"
 MAX_SLO_MS = 3_600_000
@@ -45,14 +47,21 @@ def shared_field(model_cls: type[BaseModel], name: str) -> Any:
     return copy.deepcopy(model_cls.model_fields[name])
 
 
-def catalog_price(gpu_id: str, currency: Currency | str, cny_per_usd: float) -> float | None:
-    """The price a catalog GPU fills in: its lowest public hourly price, in `currency` (None: no price, or custom)."""
+def catalog_price(
+    gpu_id: str,
+    currency: Currency | str,
+    cny_per_usd: float,
+    *,
+    kind: PriceKind = "on_demand",
+    book: PriceBook | None = None,
+) -> float | None:
+    """The price a catalog GPU fills in, in `currency`: its lowest tier of `kind` (None: no such tier, or custom).
+
+    `book` is the prices in use (default: the shipped snapshot).
+    """
     if gpu_id == CUSTOM_GPU:
         return None
-    gpu = find_gpu(gpu_id)
-    if gpu.price_low is None or gpu.price_currency is None:
-        return None
-    return round(convert(gpu.price_low, gpu.price_currency, currency, cny_per_usd), 4)
+    return (book or snapshot_book()).price(find_gpu(gpu_id).id, kind, currency, cny_per_usd)
 
 
 @lru_cache(maxsize=4096)

@@ -6,16 +6,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from catalog import find_gpu, get_engine, load_gpus
+from catalog import Gpu, find_gpu, get_engine, load_gpus
+from catalog.prices import PriceTier, market_gpus
 from catalog.quantization import get_quant
 from i18n import N_, Translate, identity
 from perf import Band, Basis, Calibration, NoEstimateError, PerfError, Slo, request_from_advice
 from perf.result import Wording, bands_text
 from selector import AdviceRequest, SelectorError, advise, gate
 from selector.inputs import MIN_CONTEXT_TOKENS
-from tco.compare_inputs import CompareInputs, LatencyAxis
+from tco.compare_inputs import ANY_MARKET, CompareInputs, LatencyAxis
 from tco.cost import capacity_of, fleet_of
-from tco.inputs import TcoInputs, TpsSource, catalog_price
+from tco.inputs import TcoInputs, TpsSource
+from tco.money import convert
+from tco.prices import KIND_WORDS, MARKET_WORDS, PriceBook, snapshot_book
 from tco.throughput import OperatingPoint, operating_point
 
 SKIPPED_KINDS = ("cpu", "apple")  # served by CPU or Metal builds, which have no step-time model
@@ -68,6 +71,10 @@ class RankedOption(BaseModel):
     engine_version: str
     price_per_gpu_hour: float
     price_overridden: bool
+    price_kind: str = ""  # the tier the price is of: on_demand, spot, ... ('' when overridden)
+    price_provider: str = ""  # who sells it, and where ('' when overridden)
+    price_region: str = ""
+    price_fetched_at: str = ""
     cost_per_million_output_tokens: float
     fleet_cost_per_month: float
     meets_slo: bool
@@ -120,22 +127,18 @@ class Candidate(BaseModel):
     quant: str
 
 
-def candidates(inputs: CompareInputs) -> tuple[list[Candidate], Counter[str]]:
+def candidates(inputs: CompareInputs, prices: PriceBook | None = None) -> tuple[list[Candidate], Counter[str]]:
     """Every priced catalog GPU x count x engine x quantization that passes the quick gates; skips counted by reason.
 
     The quick gates are the advisor's own tables (the engine runs on the GPU's platform, serves the format, and
     the architecture gate allows it); the advisor itself then confirms each one (see `advised`).
     """
-    overrides = inputs.price_overrides
     skipped: Counter[str] = Counter()
     found: list[Candidate] = []
     for gpu in load_gpus():
-        if gpu.kind in SKIPPED_KINDS:
-            kind = Wording(template=_KIND_WORDS[gpu.kind])
-            skipped[left_out(N_("GPU types of kind {kind} (no step-time model)"), kind=kind)] += 1
-            continue
-        if gpu.id not in overrides and catalog_price(gpu.id, inputs.currency, inputs.cny_per_usd) is None:
-            skipped[left_out(N_("GPU types without a public price (give one in prices)"))] += 1
+        excluded = gpu_excluded(inputs, gpu, prices)
+        if excluded:
+            skipped[excluded] += 1
             continue
         for engine_id in inputs.engines:
             engine = get_engine(engine_id)
@@ -207,18 +210,42 @@ def estimated(
         return left_out(N_("perf refused it ({error})"), error=str(exc).split(":")[0])
 
 
-def _price(inputs: CompareInputs, gpu_id: str) -> tuple[float, bool]:
+def gpu_excluded(inputs: CompareInputs, gpu: Gpu, prices: PriceBook | None = None) -> str:
+    """Why a GPU is not considered at all ('' when it is): its kind, the GPUs asked for, or no price in the tier."""
+    if gpu.kind in SKIPPED_KINDS:
+        return left_out(
+            N_("GPU types of kind {kind} (no step-time model)"), kind=Wording(template=_KIND_WORDS[gpu.kind])
+        )
+    if inputs.market != ANY_MARKET and gpu.id not in market_gpus(inputs.market):  # type: ignore[arg-type]
+        return left_out(N_("not in the market chosen ({market})"), market=Wording(template=MARKET_WORDS[inputs.market]))
+    if inputs.gpu_names and gpu.id not in inputs.gpu_names:
+        return left_out(N_("not among the GPUs chosen"))
+    if inputs.vendors and gpu.vendor not in inputs.vendors:
+        return left_out(N_("not of the vendors chosen"))
+    if gpu.id not in inputs.price_overrides and _tier(inputs, gpu.id, prices) is None:
+        tier = Wording(template=KIND_WORDS[inputs.price_tier])
+        return left_out(N_("no {tier} price on record (give one in prices)"), tier=tier)
+    return ""
+
+
+def _tier(inputs: CompareInputs, gpu_id: str, prices: PriceBook | None) -> PriceTier | None:
+    return (prices or snapshot_book()).lowest(gpu_id, inputs.price_tier, inputs.currency, inputs.cny_per_usd)
+
+
+def _price(inputs: CompareInputs, gpu_id: str, prices: PriceBook | None = None) -> tuple[float, PriceTier | None]:
+    """The price per GPU-hour an option is ranked at, and the tier it is (None: the user's override)."""
     overrides = inputs.price_overrides
     if gpu_id in overrides:
-        return overrides[gpu_id], True
-    price = catalog_price(gpu_id, inputs.currency, inputs.cny_per_usd)
-    assert price is not None  # candidates() keeps only priced GPUs
-    return price, False
+        return overrides[gpu_id], None
+    tier = _tier(inputs, gpu_id, prices)
+    assert tier is not None  # candidates() keeps only priced GPUs
+    return round(convert(tier.price_per_gpu_hour, tier.currency, inputs.currency, inputs.cny_per_usd), 4), tier
 
 
-def _tco_inputs(inputs: CompareInputs, candidate: Candidate, split: int, point: OperatingPoint) -> TcoInputs:
+def _tco_inputs(
+    inputs: CompareInputs, candidate: Candidate, split: int, point: OperatingPoint, price: float
+) -> TcoInputs:
     """The cost page's inputs for one option: the very ones its /tco link opens."""
-    price, _ = _price(inputs, candidate.gpu)
     return TcoInputs.model_validate(
         {
             "gpu": candidate.gpu,
@@ -244,11 +271,18 @@ def _tco_inputs(inputs: CompareInputs, candidate: Candidate, split: int, point: 
     )
 
 
-def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point: OperatingPoint) -> RankedOption:
+# long: one field per figure of the option, named as the table and the links read them
+def price_option(
+    inputs: CompareInputs,
+    candidate: Candidate,
+    split: int,
+    point: OperatingPoint,
+    prices: PriceBook | None = None,
+) -> RankedOption:
     """Cost one option with the cost model, through the very inputs its /tco link opens."""
-    price, overridden = _price(inputs, candidate.gpu)
+    price, tier = _price(inputs, candidate.gpu, prices)
     est, level = point.estimate, point.level
-    tco_inputs = _tco_inputs(inputs, candidate, split, point)
+    tco_inputs = _tco_inputs(inputs, candidate, split, point, price)
     cap = capacity_of(tco_inputs)
     fleet = fleet_of(tco_inputs, cap)
     gpu = find_gpu(candidate.gpu)
@@ -288,7 +322,11 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
         basis=est.basis,
         engine_version=est.engine_version,
         price_per_gpu_hour=price,
-        price_overridden=overridden,
+        price_overridden=tier is None,
+        price_kind=tier.kind if tier else "",
+        price_provider=tier.provider if tier else "",
+        price_region=tier.region if tier else "",
+        price_fetched_at=tier.fetched_at if tier else "",
         cost_per_million_output_tokens=cap.cost_per_million_output_tokens,
         fleet_cost_per_month=fleet.fleet_cost_per_month,
         meets_slo=point.meets_slo,

@@ -5,6 +5,7 @@ estimated at its SLO operating point (the highest concurrency within the SLO) an
 cheapest first; options that miss the SLO even at concurrency 1 come last.
 """
 
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -13,7 +14,9 @@ from pydantic import BaseModel, ConfigDict
 from i18n import N_
 from perf import Calibration
 from tco.compare_inputs import CompareInputs, RankBy
+from tco.dropped import DroppedGpu, dropped_gpus
 from tco.options import RankedOption, advised, candidates, estimated, left_out, price_option
+from tco.prices import SNAPSHOT, PriceBook, snapshot_book
 
 
 class Ranking(BaseModel):
@@ -25,6 +28,8 @@ class Ranking(BaseModel):
     options: tuple[RankedOption, ...]
     considered: int
     skipped: dict[str, int]
+    dropped: tuple[DroppedGpu, ...] = ()  # every catalog GPU without an option, with why
+    prices_stamp: str = SNAPSHOT  # the price book it was priced with (the snapshot, or the refresh it follows)
 
     @property
     def meeting(self) -> tuple[RankedOption, ...]:
@@ -59,14 +64,19 @@ def ordered(options: Sequence[RankedOption], rank_by: RankBy) -> tuple[RankedOpt
 
 
 def rank(
-    inputs: CompareInputs, *, calibrations: Sequence[Calibration] = (), progress: Progress | None = None
+    inputs: CompareInputs,
+    *,
+    calibrations: Sequence[Calibration] = (),
+    progress: Progress | None = None,
+    prices: PriceBook | None = None,
 ) -> Ranking:
     """Rank every option for the inputs (see the module docstring); `progress` hears (done, all) as it goes.
 
     Each option's check and estimate is cached, so a second ranking that changes only prices, traffic or the
-    currency costs no estimate.
+    currency costs no estimate. `prices` is the price book in use (default: the shipped snapshot).
     """
-    found, skipped = candidates(inputs)
+    found, skipped = candidates(inputs, prices)
+    refusals: defaultdict[str, Counter[str]] = defaultdict(Counter)
     cals = tuple(calibrations)
     seen: set[tuple[str, int, str, str]] = set()
     options: list[RankedOption] = []
@@ -76,6 +86,7 @@ def rank(
         split, refused = advised(candidate, inputs.model, inputs.context_tokens)
         if refused:
             skipped[refused] += 1
+            refusals[candidate.gpu][refused] += 1
             continue
         shape = (candidate.gpu, split, candidate.engine, candidate.quant)
         if shape in seen:  # e.g. 8 GPUs as two copies of 4: the same replica as the 4-GPU option
@@ -93,12 +104,18 @@ def rank(
         )
         if isinstance(point, str):
             skipped[point] += 1
+            refusals[candidate.gpu][point] += 1
             continue
-        options.append(price_option(inputs, candidate, split, point))
+        options.append(price_option(inputs, candidate, split, point, prices))
     if progress is not None:
         progress(len(found), len(found))
     return Ranking(
-        inputs=inputs, options=ordered(options, inputs.rank_by), considered=len(found), skipped=dict(skipped)
+        inputs=inputs,
+        options=ordered(options, inputs.rank_by),
+        considered=len(found),
+        skipped=dict(skipped),
+        dropped=dropped_gpus(inputs, prices, found, refusals, options),
+        prices_stamp=(prices or snapshot_book()).stamp,
     )
 
 

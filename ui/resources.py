@@ -4,6 +4,8 @@ import streamlit as st
 
 from db import Engine, init_db, make_engine, start_recovery, stop_sweeper
 from settings import get_settings
+from tco.price_refresh import current_book
+from tco.prices import PriceBook
 
 
 def _release_engine(engine: Engine) -> None:
@@ -22,3 +24,12 @@ def get_engine() -> Engine:
     init_db(engine)
     start_recovery(engine)
     return engine
+
+
+PRICE_BOOK_TTL_S = 60  # another replica's refresh reaches this one within a minute
+
+
+@st.cache_resource(show_spinner=False, ttl=PRICE_BOOK_TTL_S)
+def price_book() -> PriceBook:
+    """The prices in use: the shipped snapshot, with the last refresh stored in the database over it."""
+    return current_book(get_engine())

@@ -5,18 +5,29 @@ from collections import OrderedDict
 
 import streamlit as st
 
-from catalog import get_engine, load_models
+from catalog import find_gpu, get_engine, load_gpus, load_models
+from catalog.prices import PRICE_KINDS
 from i18n import N_
 from perf import ENGINE_FAMILIES, Calibration
 from perf.coefficients import newest_release
 from tco.compare_figures import cost_latency_figure
-from tco.compare_inputs import GPU_COUNTS, PRICE_SEPARATOR, CompareInputs, LatencyAxis, RankBy
+from tco.compare_inputs import (
+    ANY_MARKET,
+    GPU_COUNTS,
+    MARKET_CHOICES,
+    PRICE_SEPARATOR,
+    CompareInputs,
+    LatencyAxis,
+    RankBy,
+)
+from tco.prices import MARKET_WORDS, kind_text
 from tco.ranking import Ranking, rank, reordered
 from ui.calibration import stored_calibrations
 from ui.errors import guarded, show_errors
 from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
 from ui.params import LIST_SEPARATOR
+from ui.resources import price_book
 from ui.state import PageState, plain_widget_value
 from views.compare_parts.apis import api_line
 from views.compare_parts.table import left_out, option_details, ranking_table
@@ -74,9 +85,10 @@ def _inputs_form() -> None:
         placeholder="h100:2.5, a800:12",
         help=_(
             "<gpu>{separator}<price per GPU-hour in the currency above>, comma-separated. Other GPUs use their "
-            "lowest public price from the catalog; a GPU without one is left out unless priced here."
+            "lowest price of the chosen tier on record; a GPU without one is left out unless priced here."
         ).format(separator=PRICE_SEPARATOR),
     )
+    _market_inputs()
     with st.expander(_("Options to consider"), icon=":material/filter_list:"):
         st.multiselect(_("Engines"), list(ENGINE_FAMILIES), key=K("engines"), format_func=lambda e: get_engine(e).name)
         st.pills(_("GPU counts"), list(GPU_COUNTS), key=K("counts"), selection_mode="multi")
@@ -94,6 +106,31 @@ def _inputs_form() -> None:
         )
 
 
+def _market_inputs() -> None:
+    """The price tier each GPU is ranked at, and which GPUs to consider: a market, vendors, names."""
+    st.segmented_control(
+        _("Price tier"),
+        list(PRICE_KINDS),
+        key=K("price_tier"),
+        format_func=lambda kind: kind_text(kind, _),
+        required=True,
+        help=_("Each GPU is ranked at its lowest price of this kind on record; a GPU without one is left out."),
+    )
+    with st.expander(_("GPUs to consider"), icon=":material/public:"):
+        st.segmented_control(
+            _("Market"),
+            list(MARKET_CHOICES),
+            key=K("market"),
+            format_func=lambda m: _("any") if m == ANY_MARKET else _(MARKET_WORDS[m]),
+            required=True,
+            help=_("The GPUs one can buy or rent there, as catalog/data/markets.csv lists them with their sources."),
+        )
+        st.multiselect(_("Vendors"), sorted({g.vendor for g in load_gpus()}), key=K("vendors"))
+        st.multiselect(
+            _("GPUs"), [g.id for g in load_gpus()], key=K("gpu_names"), format_func=lambda g: find_gpu(g).name
+        )
+
+
 def _view_controls() -> None:
     left, right = st.columns(2)
     left.segmented_control(
@@ -104,6 +141,9 @@ def _view_controls() -> None:
     )
 
 
+_Key = tuple[CompareInputs, tuple[Calibration, ...], str]  # priced inputs, calibrations, the prices' stamp
+
+
 class _SharedRankings:
     """The last rankings of every session, by priced inputs and calibrations: a shared link opens a new session.
 
@@ -112,16 +152,16 @@ class _SharedRankings:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._rankings: OrderedDict[tuple[CompareInputs, tuple[Calibration, ...]], Ranking] = OrderedDict()
+        self._rankings: OrderedDict[_Key, Ranking] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[CompareInputs, tuple[Calibration, ...]]) -> Ranking | None:
+    def get(self, key: _Key) -> Ranking | None:
         with self._lock:
             if key in self._rankings:
                 self._rankings.move_to_end(key)
             return self._rankings.get(key)
 
-    def put(self, key: tuple[CompareInputs, tuple[Calibration, ...]], ranking: Ranking) -> None:
+    def put(self, key: _Key, ranking: Ranking) -> None:
         with self._lock:
             self._rankings[key] = ranking
             self._rankings.move_to_end(key)
@@ -136,11 +176,12 @@ def _shared_rankings() -> _SharedRankings:
 
 def _ranking(inputs: CompareInputs) -> Ranking:
     """Rank (with a progress bar), or reuse a ranking of the same priced inputs (this session's or another's)."""
+    book = price_book()
     last: Ranking | None = st.session_state.get(_RANKING)
-    if last is not None and last.inputs.priced_inputs == inputs.priced_inputs:
+    if last is not None and last.inputs.priced_inputs == inputs.priced_inputs and last.prices_stamp == book.stamp:
         return reordered(last, inputs)
     calibrations = stored_calibrations()
-    key = (inputs.priced_inputs, calibrations)
+    key = (inputs.priced_inputs, calibrations, book.stamp)
     shared = _shared_rankings().get(key)
     if shared is not None:
         st.session_state[_RANKING] = shared
@@ -157,7 +198,7 @@ def _ranking(inputs: CompareInputs) -> Ranking:
                 text=_("Estimating option {done} of {total}…").format(done=f"{done:,}", total=f"{total:,}"),
             )
 
-    ranking = rank(inputs, calibrations=calibrations, progress=progress)
+    ranking = rank(inputs, calibrations=calibrations, progress=progress, prices=book)
     bar.empty()
     st.session_state[_RANKING] = ranking
     _shared_rankings().put(key, ranking)

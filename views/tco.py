@@ -9,7 +9,6 @@ from perf.coefficients import newest_release
 from tco import CUSTOM_GPU, TcoInputs, convert, estimate
 from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
 from tco.inputs import TpsSource, catalog_price
-from tco.money import format_money_range
 from tco.throughput import OperatingPoint, estimate_tps
 from ui.calibration import stored_calibrations
 from ui.concepts import concept_note
@@ -18,9 +17,11 @@ from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
 from ui.names import estimate_label
 from ui.params import aliases, validate_params
+from ui.resources import price_book
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
 from views.tco_parts.owning import owning_inputs, owning_section
+from views.tco_parts.prices import price_record, refresh_button
 from views.tco_parts.results import capacity_and_fleet, headline, levers_tab
 
 PAGE = "tco"
@@ -33,7 +34,9 @@ _APPLIED = "_tco.estimate_applied"  # what the last "Apply the estimate" said: (
 
 
 def _on_gpu_change() -> None:
-    price = catalog_price(st.session_state[K("gpu")], st.session_state[K("currency")], st.session_state[K("fx")])
+    price = catalog_price(
+        st.session_state[K("gpu")], st.session_state[K("currency")], st.session_state[K("fx")], book=price_book()
+    )
     if price is not None:
         st.session_state[K("price")] = price
 
@@ -84,21 +87,8 @@ def _gpu_input() -> None:
     )
     gpu_id = st.session_state.get(K("gpu"))
     if gpu_id and gpu_id != CUSTOM_GPU:
-        gpu = find_gpu(gpu_id)
-        if gpu.has_price and gpu.price_currency is not None:
-            st.caption(
-                _("Public price: {prices}/GPU-hour ({date}). Source: {source}").format(
-                    prices=format_money_range(gpu.price_low, gpu.price_high, gpu.price_currency, language=language()),
-                    date=_(gpu.price_date),  # the data catalog words the data file's dates (i18n/domains.toml)
-                    source=gpu.price_source,
-                )
-            )
-        else:
-            st.caption(
-                _("No public hourly price on record for {gpu} ({note}); enter yours.").format(
-                    gpu=gpu.name, note=_(gpu.price_note)
-                )
-            )
+        price_record(gpu_id, st.session_state[K("currency")], st.session_state[K("fx")])
+    refresh_button()
 
 
 def _price_inputs() -> None:

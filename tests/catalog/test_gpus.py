@@ -12,6 +12,7 @@ from catalog.quantization import load_quant_methods
 from selector.cli import main
 from selector.gates import gate
 from selector.rules import load_rules
+from tco.prices import snapshot_book
 
 GPUS = load_gpus()
 PCIE_LANES = 16
@@ -29,9 +30,8 @@ def test_the_data_file_and_the_model_have_the_same_columns() -> None:
 def test_every_row_names_its_sources(gpu: Gpu) -> None:
     assert gpu.spec_source.strip(), "memory, bandwidth and rates need a source"
     assert gpu.interconnect_source.strip(), "the link and its domain need a source"
-    if gpu.has_price:
-        assert gpu.price_source.strip() and gpu.price_date.strip(), "a price needs its source and date"
-        assert gpu.price_low is not None and (gpu.price_high is None or gpu.price_low <= gpu.price_high)
+    if snapshot_book().priced(gpu.id):
+        assert not gpu.price_note.strip(), "a priced GPU's notes live with its tiers in gpu_prices.csv"
     else:
         assert gpu.price_note.strip(), "a row without a price says why"
 
@@ -164,7 +164,7 @@ def test_the_cpu_host_is_described_by_its_memory_not_by_tensor_rates() -> None:
     assert host.bf16_dense_tflops is None and host.fp8_dense_tflops is None
     assert host.memory_gb > max(g.memory_gb for g in GPUS if g.kind in {"datacenter", "consumer"})
     assert host.mem_bw_tb_s < find_gpu("H100").mem_bw_tb_s, "DDR5 is slower than HBM"
-    assert host.has_price, "a rentable host with a public hourly price"
+    assert snapshot_book().priced(host.id), "a rentable host with a public hourly price"
 
 
 NEW_IDS = sorted({expected for _, expected in NEW_GPUS})

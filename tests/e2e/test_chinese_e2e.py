@@ -43,11 +43,13 @@ PAGES = [
     ("/?lang=zh", "LLM serving decisions", ()),
     ("/handbook?lang=zh", None, ()),
     ("/tco?lang=zh&traffic=1000000", "What will it cost?", ("Cost by lever", "Sensitivity", "Cost vs throughput")),
-    ("/tco?lang=zh&gpu=h20-96gb", "What will it cost?", ()),  # a China-market GPU without a public price
+    ("/tco?lang=zh&gpu=h20-96gb", "What will it cost?", ()),  # a China-market GPU priced in yuan by a Chinese cloud
+    ("/tco?lang=zh&gpu=h800-80gb-sxm", "What will it cost?", ()),  # a China-market GPU without a public price
     ("/selector?lang=zh", "What should we run?", ("Memory fit", "Launch command", "Engines compared")),
     ("/selector?lang=zh&model=qwen2.5-72b&gpu=rtx-4090-24gb", "What should we run?", ("Memory fit",)),  # no fit
     ("/selector?lang=zh&gpu=h20-96gb", "What should we run?", ()),
     ("/compare?lang=zh&engines=vllm&counts=1", "Which option is cheapest?", ("Cost vs latency", "Option details")),
+    ("/compare?lang=zh&engines=vllm&counts=1&market=cn", "Which option is cheapest?", ()),  # names the GPUs dropped
     ("/probe?lang=zh", "How fast is it really?", ()),
     ("/runs?lang=zh", "Probe runs", ()),
 ]

@@ -7,9 +7,10 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from catalog import find_gpu
+from catalog import find_gpu, load_handbook
 from fakeserver import serve_in_thread
 from selector import AdviceRequest, advise
+from tco.prices import snapshot_book
 from tco.throughput import estimate_advice
 from tests.e2e.helpers import (
     MAX_IN_SLO,
@@ -116,7 +117,9 @@ def test_price_this_opens_the_cost_page_with_the_gpu_its_count_catalog_price_and
     page: Page, app_url: str
 ) -> None:
     h100 = find_gpu("H100")
-    price = f"{h100.price_low:g}"  # the catalog's lowest public hourly price
+    tier = snapshot_book().lowest(h100.id, "on_demand", "USD", load_handbook().fx.cny_per_usd)
+    assert tier is not None
+    price = f"{tier.price_per_gpu_hour:g}"  # the catalog's lowest public on-demand price
     open_page(page, app_url + "/selector", "Engine")
     choose(page, "GPU", "H100 80GB SXM · 80 GB")
     wait_for_query(page, {"gpu": h100.id})
@@ -132,15 +135,16 @@ def test_price_this_opens_the_cost_page_with_the_gpu_its_count_catalog_price_and
     page.wait_for_url(re.compile(r"/tco\?"))
     wait_for_query(
         page,
-        {"gpu": h100.id, "gpus": "2", "price": price, "currency": h100.price_currency, "tps": f"{tps:g}"}
+        {"gpu": h100.id, "gpus": "2", "price": price, "currency": tier.currency, "tps": f"{tps:g}"}
         | {"tps_source": "estimate"},
     )
     expect(combobox(page, "GPU")).to_have_value("H100 80GB SXM · 80 GB")
     expect(number_field(page, "GPUs per replica")).to_have_value("2")
     expect(number_field(page, "Price per GPU-hour (in the currency above)")).to_have_value(price)
     expect(number_field(page, "Throughput per replica (output tokens/s)")).to_have_value(f"{tps:g}")
-    expect(page.get_by_role("radio", name=h100.price_currency, exact=True)).to_be_checked()
-    expect(page.get_by_text(f"Public price: {price}–")).to_be_visible()
+    expect(page.get_by_role("radio", name=tier.currency, exact=True)).to_be_checked()
+    named = f"Lowest on-demand price on record: {price} {tier.currency}/GPU-hour, on-demand, {tier.provider}"
+    expect(page.get_by_text(named)).to_be_visible()
     expect(
         page.get_by_text(
             re.compile(
@@ -150,10 +154,10 @@ def test_price_this_opens_the_cost_page_with_the_gpu_its_count_catalog_price_and
     ).to_be_visible()
     # Two GPUs at the catalog price over the estimated tok/s and 200 output tokens per request.
     cost = _shown_number(metric_value(page, "Cost per request"))
-    assert cost == pytest.approx(h100.price_low * 2 / (tps / 200 * 3600), rel=0.05)  # shown to 2-3 figures
+    assert cost == pytest.approx(tier.price_per_gpu_hour * 2 / (tps / 200 * 3600), rel=0.05)  # shown to 2-3 figures
     assert metric_value(page, "Cost per request").endswith(" USD")
     month = _shown_number(metric_value(page, "Per replica per month"))
-    assert month == pytest.approx(h100.price_low * 2 * 730, abs=0.5)
+    assert month == pytest.approx(tier.price_per_gpu_hour * 2 * 730, abs=0.5)
     expect(page.locator(WARNING)).to_have_count(0)
     assert_no_traceback(page)
 

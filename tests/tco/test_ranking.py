@@ -11,6 +11,7 @@ from tco.compare_figures import FRONT_NAME, MISSES_NAME, cost_latency_figure, fr
 from tco.compare_inputs import CompareInputs, LatencyAxis, RankBy
 from tco.inputs import TpsSource
 from tco.options import candidates
+from tco.prices import snapshot_book
 from tco.ranking import Ranking, pareto_front, rank, reordered
 from tco.throughput import estimate_advice
 from ui.params import to_params, validate_params
@@ -40,7 +41,7 @@ def test_options_the_gates_refuse_are_absent(ranking: Ranking) -> None:
 
 def test_gpus_without_a_price_are_left_out_unless_priced(ranking: Ranking) -> None:
     unpriced = find_gpu("A800 PCIe")
-    assert not unpriced.has_price
+    assert not snapshot_book().priced(unpriced.id)
     assert unpriced.id not in {o.gpu_id for o in ranking.options}
     found, _ = candidates(CompareInputs.model_validate({**NARROW, "prices": "A800 PCIe:9"}))
     assert any(c.gpu == unpriced.id for c in found)

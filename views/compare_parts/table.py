@@ -12,7 +12,7 @@ from tco.ranking import Ranking
 from ui.lang import _, language
 from ui.names import basis_words
 from ui.params import to_params
-from views.compare_parts.top import band_and_basis, links
+from views.compare_parts.top import band_and_basis, links, price_used
 
 _DETAIL = "compare.detail"
 
@@ -55,6 +55,7 @@ def ranking_table(ranking: Ranking) -> None:
             "TTFT p99 ms": _MISSING if o.ttft_p99_ms is None else f"{o.ttft_p99_ms:,.0f}",
             "TPOT p50 ms": o.tpot_p50_ms,
             "tok/s per replica": o.output_tok_s,
+            "price tier": price_used(o),
             "band": f"{o.band_low:.2f}–{o.band_high:.2f}×",
             "bands": o.bands_text(_),
             "basis": o.basis_kind_text(_),
@@ -91,6 +92,7 @@ def _column_config(cur: str) -> dict[str, ColumnConfig]:
         "basis": _("basis"),
         "release": _("release"),
         "basis detail": _("basis detail"),
+        "price tier": _("price tier"),
     }
     column_config: dict[str, ColumnConfig] = {key: st.column_config.Column(label) for key, label in headers.items()}
     column_config |= {
@@ -144,6 +146,10 @@ def left_out(ranking: Ranking) -> None:
     with st.expander(title):
         for reason, count in sorted(ranking.skipped.items(), key=lambda item: -item[1]):
             st.markdown(f"- {reason_text(reason, _)}: {count:,}")
+        if ranking.dropped:
+            st.markdown(_("**GPUs without an option ({count})**").format(count=len(ranking.dropped)))
+            for gone in ranking.dropped:
+                st.markdown(f"- {gone.gpu_name}: {gone.reason_worded(_)}")
         st.caption(
             _(
                 "Every catalog GPU with a price × GPU count × engine with a step-time model × quantization the "

@@ -7,6 +7,7 @@ from tco import convert, format_money
 from tco.compare_inputs import RankBy
 from tco.money import Currency, format_money_range
 from tco.options import RankedOption
+from tco.prices import kind_text
 from tco.ranking import Ranking
 from ui.lang import _, language
 from ui.names import basis_words, group_words
@@ -17,6 +18,13 @@ _RANKED_BY = {
     RankBy.FLEET: N_("monthly fleet cost"),
     RankBy.PESSIMISTIC: N_("cost per million output tokens at the low end of each throughput band"),
 }
+
+
+def price_used(option: RankedOption) -> str:
+    """'on-demand · 晨涧云 (mainland China)', or 'your price' for an override."""
+    if option.price_overridden:
+        return _("your price")
+    return f"{kind_text(option.price_kind, _)} · {_(option.price_provider)} ({_(option.price_region)})"
 
 
 def headline(ranking: Ranking) -> None:
@@ -41,16 +49,13 @@ def headline(ranking: Ranking) -> None:
 def _top_metrics(top: RankedOption, cur: Currency) -> None:
     """The top option's four figures: cost per million, fleet per month, GPUs, throughput."""
     lang = language()
-    if top.price_overridden:
-        price_help = _("at {price} {currency}/GPU-hour (your price)")
-    else:
-        price_help = _("at {price} {currency}/GPU-hour (lowest public price)")
+    price_help = _("at {price} {currency}/GPU-hour: {tier}")
     cols = st.columns(4)
     cols[0].metric(
         _("Per million output tokens"),
         format_money(top.cost_per_million_output_tokens, cur, language=lang),
         border=True,
-        help=price_help.format(price=f"{top.price_per_gpu_hour:g}", currency=cur.value),
+        help=price_help.format(price=f"{top.price_per_gpu_hour:g}", currency=cur.value, tier=price_used(top)),
     )
     cols[1].metric(
         _("Fleet per month"),

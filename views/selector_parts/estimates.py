@@ -4,7 +4,7 @@ import re
 
 import streamlit as st
 
-from catalog import CUSTOM_MODEL, find_gpu
+from catalog import CUSTOM_MODEL, find_gpu, load_handbook
 from selector import Advice
 from tco import TcoInputs
 from tco.inputs import TpsSource
@@ -12,6 +12,7 @@ from tco.throughput import AdviceEstimate, OperatingPoint
 from ui.lang import _, lang_param
 from ui.names import estimate_label, quant_name
 from ui.params import to_params
+from ui.resources import price_book
 
 # perf's words when the weights leave no room (perf/estimate.py), read back to word them in the page's language
 _DOES_NOT_FIT = re.compile(r"^gpus: (?P<model>.+) does not fit (?P<gpus>\d+)x (?P<gpu>.+) in (?P<quant>\S+)$")
@@ -128,8 +129,9 @@ def price_link(advice: Advice, chosen: AdviceEstimate) -> None:
         "out_tokens": request.out_tokens_per_request,
         "traffic": request.traffic_requests_per_day,
     }
-    if gpu.has_price:
-        values.update(price=gpu.price_low, currency=gpu.price_currency)
+    tier = price_book().lowest(gpu.id, "on_demand", "USD", load_handbook().fx.cny_per_usd)
+    if tier is not None:
+        values.update(price=tier.price_per_gpu_hour, currency=tier.currency)
     point = chosen.point
     custom = advice.request.model == CUSTOM_MODEL
     if point is not None:
@@ -164,5 +166,5 @@ def price_link(advice: Advice, chosen: AdviceEstimate) -> None:
         )
         if custom:
             st.caption(_("The cost page takes it as a figure to price: it estimates the catalog's models only."))
-    if not gpu.has_price:
+    if tier is None:
         st.caption(_("No public hourly price on record for {gpu}; enter yours on the cost page.").format(gpu=gpu.name))

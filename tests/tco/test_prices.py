@@ -1,0 +1,158 @@
+"""GPU prices: the dated snapshot, its tiers per GPU, and `python -m tco prices refresh|show` over a recorded gpuhunt
+catalog (never the network): what changed, exit 0; a failed or partial refresh stores nothing, exit 2."""
+
+import io
+import json
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from catalog import load_gpus, load_handbook
+from catalog.prices import PRICE_KINDS, load_markets, load_price_snapshot, market_gpus
+from db import make_engine, stored_prices
+from db.engine import init_db
+from tco import TcoInputs
+from tco.inputs import catalog_price
+from tco.price_refresh import catalog_gpu, current_book, refresh_prices
+from tco.prices import snapshot_book
+from tco.prices_cli import SHOW_KEYS, main
+
+HERE = Path(__file__).parent
+CATALOG = HERE / "gpuhunt_catalog"
+BROKEN = HERE / "gpuhunt_broken"
+NOW = datetime(2026, 12, 5, 18, 0, tzinfo=UTC)
+FX = load_handbook().fx.cny_per_usd
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    """`python -m tco prices ...` in this process (its output captured)."""
+    assert argv[0] == "prices"
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv[1:]), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_every_snapshot_tier_has_a_catalog_gpu_a_kind_a_source_a_date_and_a_licence() -> None:
+    ids = {g.id for g in load_gpus()}
+    for tier in load_price_snapshot():
+        assert tier.gpu in ids and tier.kind in PRICE_KINDS
+        assert tier.source.strip() and tier.fetched_at.strip() and tier.licence.strip(), tier.key
+    keys = [t.key for t in load_price_snapshot()]
+    assert len(keys) == len(set(keys)), "one row per (gpu, provider, region, kind)"
+
+
+def test_the_cost_page_opens_with_the_handbooks_a800_price_and_the_catalog_agrees() -> None:
+    hb = load_handbook().tco
+    assert TcoInputs().price_per_gpu_hour == hb.price_per_gpu_hour == 15.0
+    assert catalog_price(TcoInputs().gpu, "CNY", FX) == hb.price_per_gpu_hour
+
+
+def test_china_market_gpus_are_priced_in_yuan_from_chinese_clouds_or_say_why_not() -> None:
+    book = snapshot_book()
+    for gpu_id in ("a800-80gb-sxm", "h20-96gb"):
+        tier = book.lowest(gpu_id, "on_demand", "CNY", FX)
+        assert tier is not None and tier.currency == "CNY" and tier.region == "mainland China"
+    for gpu in load_gpus():
+        if gpu.id in {"h800-80gb-sxm", "l20-48gb"}:
+            assert not book.priced(gpu.id) and "Chinese-cloud" in gpu.price_note
+
+
+def test_a_band_is_kept_as_its_low_and_high_end_and_picking_a_gpu_fills_the_low_end() -> None:
+    tiers = [t for t in snapshot_book().for_gpu("h100-80gb-sxm") if t.provider.startswith("market survey")]
+    assert sorted(t.price_per_gpu_hour for t in tiers) == [1.99, 5.0]
+    assert catalog_price("H100", "USD", FX) == 1.99
+    assert catalog_price("H100", "CNY", FX) == round(1.99 * FX, 4)
+    assert catalog_price("H100", "USD", FX, kind="reserved_3y") is None
+
+
+def test_market_presets_name_catalog_gpus_with_reasons() -> None:
+    ids = {g.id for g in load_gpus()}
+    assert all(m.gpu in ids and m.reason.strip() and m.source.strip() for m in load_markets())
+    assert {"a800-40gb-sxm", "a800-80gb-sxm", "h800-80gb-sxm", "h20-96gb", "l20-48gb"} <= market_gpus("cn")
+    assert "b300" in market_gpus("global") and "b300" not in market_gpus("cn")
+
+
+@pytest.mark.parametrize(
+    ("name", "memory_gb", "expected"),
+    [
+        ("H100", 80.0, "h100-80gb-sxm"),
+        ("A100", 80.0, "a100-80gb-sxm"),
+        ("A100", 40.0, "a100-40gb-sxm"),
+        ("RTX4090", 24.0, "rtx-4090-24gb"),
+        ("A10G", 24.0, "a10g-24gb"),
+        ("V100", 16.0, None),  # the catalog's V100 has 32 GB
+        ("H100NVL", 94.0, None),
+    ],
+)
+def test_gpuhunt_names_map_to_catalog_gpus_only_when_the_memory_agrees(
+    name: str, memory_gb: float, expected: str | None
+) -> None:
+    assert catalog_gpu(name, memory_gb) == expected
+
+
+def test_refresh_from_a_recorded_catalog_stores_per_gpu_prices_and_says_what_changed(database_url: str) -> None:
+    code, out, _ = _run("prices", "refresh", "--from", str(CATALOG))
+    assert code == 0
+    assert "refreshed 9 price tiers" in out and "not in the GPU catalog: H100NVL, V100" in out
+    code, out, _ = _run("prices", "show", "--gpu", "H100", "--json")
+    tiers = json.loads(out)
+    assert code == 0 and all(tuple(t) == SHOW_KEYS for t in tiers)
+    aws = {(t["kind"], t["price_per_gpu_hour"]) for t in tiers if t["provider"] == "aws"}
+    assert aws == {("on_demand", 55.04 / 8), ("spot", 21.5 / 8)}  # p5.48xlarge holds 8 GPUs
+    assert any(t["provider"] == "market survey (low end)" for t in tiers), "the snapshot stays beside the refresh"
+    a10g = [t for t in stored_prices(make_engine(database_url)) if t.gpu == "a10g-24gb"]
+    assert {(t.region, t.price_per_gpu_hour) for t in a10g} == {("us-east-1", 1.006), ("eu-west-1", 1.123)}
+
+
+def test_a_failed_refresh_keeps_the_previous_prices_and_exits_2(database_url: str) -> None:
+    assert _run("prices", "refresh", "--from", str(CATALOG))[0] == 0
+    before = stored_prices(make_engine(database_url))
+    code, _, err = _run("prices", "refresh", "--from", str(BROKEN))
+    assert code == 2 and "runpod" in err and "previous prices stay" in err
+    assert stored_prices(make_engine(database_url)) == before
+    code, out, _ = _run("prices", "refresh", "--from", str(HERE / "no-such-dir"), "--json")
+    report = json.loads(out)
+    assert code == 2 and not report["ok"] and report["failed"]
+    assert stored_prices(make_engine(database_url)) == before
+
+
+def test_show_names_the_field_of_an_unknown_gpu_and_notes_a_forgiving_match(database_url: str) -> None:
+    code, _, err = _run("prices", "show", "--gpu", "Z9000")
+    assert code == 2 and err.startswith("--gpu:")
+    code, out, err = _run("prices", "show", "--gpu", "h10")
+    assert code == 0 and "note: --gpu 'h10' matched" in err and "H100" in out
+
+
+def _zip(provider: str) -> bytes:
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        archive.write(CATALOG / f"{provider}.csv", f"{provider}.csv")
+    return data.getvalue()
+
+
+def test_a_bucket_refresh_with_one_provider_unreachable_stores_nothing(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'p.db'}")
+    init_db(engine)
+
+    def fetch(url: str) -> bytes:
+        provider = url.split("/")[-2] if url.endswith("/version") else url.split("/")[-3]
+        if provider == "gcp":
+            raise OSError("connection refused")
+        if url.endswith("/version"):
+            return b"20261205"
+        return _zip(provider) if (CATALOG / f"{provider}.csv").exists() else _zip("aws")
+
+    report = refresh_prices(engine, "https://example.test/v3", fetch=fetch, now=lambda: NOW)
+    assert not report.ok and "gcp" in report.failed and "connection refused" in report.failed["gcp"]
+    assert stored_prices(engine) == ()
+    assert current_book(engine).stamp == "snapshot"
+
+    def fetch_all(url: str) -> bytes:
+        return b"20261205" if url.endswith("/version") else _zip("runpod")
+
+    report = refresh_prices(engine, "https://example.test/v3", fetch=fetch_all, now=lambda: NOW)
+    assert report.ok and report.fetched_at == "2026-12-05T18:00:00Z"
+    assert {t.provider for t in stored_prices(engine)} == {"runpod"}
+    assert current_book(engine).stamp == "2026-12-05T18:00:00Z"
