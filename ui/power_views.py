@@ -1,0 +1,68 @@
+"""A run's measured GPU energy: its cards (J per output token, kWh) and the power chart on the run's time axis."""
+
+import streamlit as st
+
+from probes.models import RunResult
+from probes.power import J_PER_KWH
+from probes.power_figure import power_figure
+from ui.lang import _
+
+TOKENS_PER_MILLION = 1_000_000
+
+
+def power_section(result: RunResult, key: str) -> None:
+    """The energy the run measured through its DCGM exporter, then each GPU's power over time."""
+    energy = result.energy
+    failed = sum(1 for s in result.power if not s.ok)
+    if energy is None:
+        st.info(
+            _(
+                "No energy was measured: the DCGM exporter gave fewer than two readings of a GPU over the run's "
+                "levels ({failed} failed reads)."
+            ).format(failed=failed),
+            icon="ℹ️",
+        )
+    else:
+        cards = st.columns(4)
+        per_token = energy.j_per_output_token
+        cards[0].metric(
+            _("Energy per output token"),
+            "—" if per_token is None else f"{per_token:,.3g} J",
+            border=True,
+            help=_(
+                "Measured: the GPUs' energy over the levels divided by the output tokens of the successful requests."
+            ),
+        )
+        cards[1].metric(
+            _("Energy of the run"),
+            f"{energy.kwh:,.3g} kWh",
+            border=True,
+            help=_("{joules} J over {seconds} s of levels, all GPUs together.").format(
+                joules=f"{energy.energy_j:,.0f}", seconds=f"{energy.window_s:,.1f}"
+            ),
+        )
+        per_million = None if per_token is None else per_token * TOKENS_PER_MILLION / J_PER_KWH
+        cards[2].metric(
+            _("Energy per million output tokens"),
+            "—" if per_million is None else f"{per_million:,.3g} kWh",
+            border=True,
+            help=_("For the cost, multiply by the electricity price and the PUE on the cost page (GPU energy only)."),
+        )
+        cards[3].metric(
+            _("Mean GPU power"),
+            "—" if energy.mean_power_w is None else f"{energy.mean_power_w:,.0f} W",
+            border=True,
+            help=_("Energy divided by the levels' time, summed over {gpus} GPUs.").format(gpus=energy.gpus),
+        )
+        source = (
+            _("from the GPUs' energy counter")
+            if energy.source == "energy_counter"
+            else _("from the integral of the power read")
+        )
+        st.caption(
+            _("Measured {source}; {reads} reads of the DCGM exporter, {failed} failed.").format(
+                source=source, reads=energy.scrapes, failed=failed
+            )
+        )
+    if any(s.ok and s.power_w is not None for s in result.power):
+        st.plotly_chart(power_figure(result, _), key=f"{key}.fig.power")
