@@ -131,3 +131,15 @@ def measured_energy(
         scrapes=len({s.at for s in readings}),
         failed_scrapes=sum(1 for s in samples if not s.ok),
     )
+
+
+def energy_text(energy: MeasuredEnergy | None, failed_reads: int) -> str:
+    """The measured energy in one line for the command line (English, as the CLI's other lines)."""
+    if energy is None:
+        return f"GPU energy: not measured (fewer than two readings of a GPU in the levels; {failed_reads} failed reads)"
+    per_token = "—" if energy.j_per_output_token is None else f"{energy.j_per_output_token:.4g} J/output token"
+    source = "energy counter" if energy.source == "energy_counter" else "power integral"
+    return (
+        f"GPU energy: {per_token}, {energy.kwh:.4g} kWh over {energy.window_s:.1f} s, mean {energy.mean_power_w:.0f} W "
+        f"({source}, {energy.gpus} GPUs, {energy.scrapes} reads, {failed_reads} failed)"
+    )

@@ -2,6 +2,8 @@
 and a probe run that scrapes the test server's /metrics and reports joules per output token."""
 
 import asyncio
+import io
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 from fakeserver import Behaviour, serve_in_thread
 from fakeserver.dcgm import GpuPower
 from probes import RunSettings, RunStatus, run_probe
+from probes.__main__ import main
 from probes.errors import ProbeSettingsError
 from probes.options import ProbeOptions
 from probes.power import PowerSample, measured_energy, parse_dcgm
@@ -141,3 +144,19 @@ def test_the_exporter_url_is_checked_like_the_endpoint() -> None:
     settings = RunSettings(base_url="http://127.0.0.1:8000/v1", model="m", dcgm_url="http://169.254.169.254/metrics")
     with pytest.raises(ProbeSettingsError, match="DCGM exporter URL"):
         asyncio.run(run_probe(settings, limits=Settings()))
+
+
+def test_the_command_line_writes_the_readings_and_says_the_energy(tmp_path: Path) -> None:
+    output = tmp_path / "run.json"
+    out, err = io.StringIO(), io.StringIO()
+    with serve_in_thread(defaults=Behaviour(ttft_ms=10, tpot_ms=5, tokens=10), dcgm_gpus=1) as server:
+        metrics_url = server.base_url.removesuffix("/v1") + "/metrics"
+        argv = ["--base-url", server.base_url, "--model", "fake", "--concurrency", "2", "--requests", "10"]
+        argv += ["--dcgm-url", metrics_url, "--dcgm-interval", "0.1", "--no-db", "--output", str(output)]
+        code = main(argv, out=out, err=err)
+    assert code == 0, err.getvalue()
+    data = json.loads(output.read_text())
+    assert data["energy"]["source"] == "energy_counter" and data["energy"]["gpus"] == 1
+    assert data["energy"]["output_tokens"] == 100 and data["energy"]["j_per_output_token"] > 0
+    assert {"at", "gpu", "power_w", "energy_mj", "error"} <= set(data["power"][0])
+    assert "J/output token" in err.getvalue() and "energy counter, 1 GPUs" in err.getvalue()
