@@ -16,7 +16,7 @@ from probes.models import (
     Stats,
     TokenSource,
 )
-from probes.power import PowerSample, measured_energy
+from probes.power import MeasuredEnergy, PowerSample, measured_energy
 from probes.wording import NO_REQUEST_COMPLETED, NO_REQUESTS, TOO_MANY_FAILED
 
 
@@ -173,3 +173,12 @@ def with_energy(result: RunResult, power: Sequence[PowerSample]) -> RunResult:
     end = max((level.finished_at for level in levels), default=None)
     tokens = sum(level.output_tokens for level in levels)
     return result.model_copy(update={"power": list(power), "energy": measured_energy(power, start, end, tokens)})
+
+
+def level_energy(result: RunResult) -> list[tuple[LevelResult, MeasuredEnergy | None]]:
+    """Each counted level with the energy over its own time (the run's arithmetic, level by level)."""
+    return [
+        (level, measured_energy(result.power, level.started_at, level.finished_at, level.output_tokens))
+        for level in result.levels
+        if level.index >= 0
+    ]

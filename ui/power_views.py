@@ -1,7 +1,9 @@
 """A run's measured GPU energy: its cards (J per output token, kWh) and the power chart on the run's time axis."""
 
+import pandas as pd
 import streamlit as st
 
+from probes.metrics import level_energy
 from probes.models import RunResult
 from probes.power import J_PER_KWH
 from probes.power_figure import power_figure
@@ -66,3 +68,23 @@ def power_section(result: RunResult, key: str) -> None:
         )
     if any(s.ok and s.power_w is not None for s in result.power):
         st.plotly_chart(power_figure(result, _), key=f"{key}.fig.power")
+    if energy is not None and len(result.levels) > 1:
+        st.dataframe(pd.DataFrame(_level_rows(result)), hide_index=True, key=f"{key}.power_levels")
+
+
+def _level_rows(result: RunResult) -> list[dict[str, object]]:
+    """Each level's own energy: the load, J per output token and the mean power over its time."""
+    rate = any(level.request_rate_rps is not None for level, _energy in level_energy(result))
+    rows: list[dict[str, object]] = []
+    for level, energy in level_energy(result):
+        rows.append(
+            {
+                _("Request rate (req/s)") if rate else _("Concurrency"): (
+                    level.request_rate_rps if rate else level.concurrency
+                ),
+                _("Output tokens"): level.output_tokens,
+                _("Energy per output token (J)"): None if energy is None else energy.j_per_output_token,
+                _("Mean GPU power (W)"): None if energy is None else energy.mean_power_w,
+            }
+        )
+    return rows

@@ -73,6 +73,11 @@ def test_the_run_page_shows_the_measured_energy_and_power_on_the_runs_time_axis(
     assert len(figure["layout"]["shapes"]) == 2  # each level shaded on the time axis
     buttons = {b.proto.label for b in at.get("download_button")}
     assert "Download power CSV" in buttons
+    # Level by level: four requests in flight share the GPUs' draw, so each token costs fewer joules than alone.
+    (by_level,) = [d.value for d in at.dataframe if "Energy per output token (J)" in d.value.columns]
+    assert list(by_level["Concurrency"]) == [1, 4]
+    alone, shared = by_level["Energy per output token (J)"]
+    assert shared < alone
 
 
 def test_the_power_tab_and_the_form_fields_read_in_chinese(engine: object, gpu_server: FakeServer) -> None:
