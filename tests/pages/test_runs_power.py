@@ -91,7 +91,7 @@ def test_the_power_tab_and_the_form_fields_read_in_chinese(engine: object, gpu_s
     assert not form.exception and not english_leftovers(form)
     assert form.text_input(key="probe.dcgm_url").value == "http://gpu-box:9400/metrics"
     assert form.number_input(key="probe.dcgm_interval").value == 2.0
-    assert "GPU 功率（可选：DCGM exporter）" in [e.label for e in form.expander]
+    assert "GPU 功率（可选：DCGM 导出器）" in [e.label for e in form.expander]
 
 
 def test_a_bad_exporter_url_in_a_link_is_named_and_dropped(engine: object) -> None:
