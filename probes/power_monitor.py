@@ -78,9 +78,13 @@ class PowerMonitor:
         return self.samples
 
     async def _loop(self) -> None:
+        """Reads on a fixed cadence (a slow read delays the next one, never crowds reads to catch up)."""
+        clock = asyncio.get_running_loop().time
+        due_s = clock()
         while True:
             await self._once()
-            await asyncio.sleep(self.interval_s)
+            due_s = max(due_s + self.interval_s, clock())
+            await asyncio.sleep(due_s - clock())
 
     async def _once(self) -> None:
         got = await read_power(self._client, self.url)
