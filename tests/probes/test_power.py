@@ -44,6 +44,16 @@ def test_several_gpus_and_a_power_only_exporter() -> None:
         parse_dcgm("DCGM_FI_DEV_POWER_USAGE{gpu=0 not a line\n")
 
 
+def test_a_gpu_split_into_mig_instances_counts_once() -> None:
+    # dcgm-exporter repeats the device's power and energy on each MIG instance's line (GPU_I_ID differs).
+    text = (
+        "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
+        'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-a",GPU_I_PROFILE="2g.20gb",GPU_I_ID="3"} 257858316\n'
+        'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-a",GPU_I_PROFILE="2g.20gb",GPU_I_ID="5"} 257858316\n'
+    )
+    assert parse_dcgm(text) == {"0": (None, 257858316.0)}
+
+
 def test_the_energy_counter_gives_the_energy_of_the_window_per_gpu_summed() -> None:
     # Two GPUs at 200 W and 100 W for 10 s: the counters grow by 2,000 J and 1,000 J (in mJ).
     samples = [
