@@ -137,9 +137,29 @@ def energy_text(energy: MeasuredEnergy | None, failed_reads: int) -> str:
     """The measured energy in one line for the command line (English, as the CLI's other lines)."""
     if energy is None:
         return f"GPU energy: not measured (fewer than two readings of a GPU in the levels; {failed_reads} failed reads)"
-    per_token = "—" if energy.j_per_output_token is None else f"{energy.j_per_output_token:.4g} J/output token"
+    per_token_j = energy.j_per_output_token
+    per_token = "—" if per_token_j is None else f"{three_digits(per_token_j)} J/output token"
     source = "energy counter" if energy.source == "energy_counter" else "power integral"
     return (
-        f"GPU energy: {per_token}, {energy.kwh:.4g} kWh over {energy.window_s:.1f} s, mean {energy.mean_power_w:.0f} W "
+        f"GPU energy: {per_token}, {energy_amount(energy.energy_j)} over {energy.window_s:.1f} s, "
+        f"mean {energy.mean_power_w:.0f} W "
         f"({source}, {energy.gpus} GPUs, {energy.scrapes} reads, {failed_reads} failed)"
     )
+
+
+def three_digits(value: float) -> str:
+    """A figure to three significant digits, never in e-notation (0.000123, 0.674, 12.3, 1,230)."""
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    rounded = float(f"{value:.3g}")
+    decimals = max(0, 2 - math.floor(math.log10(abs(rounded))))
+    return f"{rounded:,.{decimals}f}"
+
+
+def energy_amount(joules: float) -> str:
+    """An energy in the unit that reads best: J below a watt-hour, Wh below a kilowatt-hour, else kWh."""
+    if abs(joules) < 3600:
+        return f"{three_digits(joules)} J"
+    if abs(joules) < J_PER_KWH:
+        return f"{three_digits(joules / 3600)} Wh"
+    return f"{three_digits(joules / J_PER_KWH)} kWh"

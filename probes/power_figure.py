@@ -7,7 +7,7 @@ from probes.figures import PALETTE
 from probes.models import RunResult
 
 _MARGIN = {"l": 10, "r": 10, "t": 60, "b": 10}
-_LEVEL_SHADE = "rgba(37, 99, 235, 0.08)"
+_LEVEL_SHADES = ("rgba(37, 99, 235, 0.07)", "rgba(37, 99, 235, 0.16)")
 
 
 def power_figure(result: RunResult, tr: Translate = identity) -> go.Figure:
@@ -40,15 +40,18 @@ def power_figure(result: RunResult, tr: Translate = identity) -> go.Figure:
             line={"color": "#64748b", "dash": "dot"},
             hovertemplate=tr("{time} s: {power} W").format(time="%{x:.1f}", power="%{y:,.0f}") + "<extra></extra>",
         )
-    for level in result.levels:
-        if level.index < 0:
-            continue
+    for shade, level in enumerate(lv for lv in result.levels if lv.index >= 0):
+        load = (
+            tr("concurrency {level}").format(level=level.concurrency)
+            if level.request_rate_rps is None
+            else tr("{rate} req/s").format(rate=f"{level.request_rate_rps:g}")
+        )
         figure.add_vrect(
             x0=(level.started_at - start).total_seconds(),
             x1=(level.finished_at - start).total_seconds(),
-            fillcolor=_LEVEL_SHADE,
+            fillcolor=_LEVEL_SHADES[shade % 2],  # neighbouring levels told apart
             line_width=0,
-            annotation_text=tr("level {index}").format(index=level.index + 1),
+            annotation_text=load,
             annotation_position="top left",
         )
     figure.update_xaxes(title_text=tr("time (s from the run's start)"), rangemode="tozero")

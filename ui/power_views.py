@@ -5,7 +5,7 @@ import streamlit as st
 
 from probes.metrics import level_energy
 from probes.models import RunResult
-from probes.power import J_PER_KWH
+from probes.power import J_PER_KWH, energy_amount, three_digits
 from probes.power_figure import power_figure
 from ui.lang import _
 
@@ -29,7 +29,7 @@ def power_section(result: RunResult, key: str) -> None:
         per_token = energy.j_per_output_token
         cards[0].metric(
             _("Energy per output token"),
-            "—" if per_token is None else f"{per_token:,.3g} J",
+            "—" if per_token is None else f"{three_digits(per_token)} J",
             border=True,
             help=_(
                 "Measured: the GPUs' energy over the levels divided by the output tokens of the successful requests."
@@ -37,16 +37,16 @@ def power_section(result: RunResult, key: str) -> None:
         )
         cards[1].metric(
             _("Energy of the run"),
-            f"{energy.kwh:,.3g} kWh",
+            energy_amount(energy.energy_j),
             border=True,
-            help=_("{joules} J over {seconds} s of levels, all GPUs together.").format(
-                joules=f"{energy.energy_j:,.0f}", seconds=f"{energy.window_s:,.1f}"
+            help=_("{kwh} kWh ({joules} J) over {seconds} s of levels, all GPUs together.").format(
+                kwh=three_digits(energy.kwh), joules=f"{energy.energy_j:,.0f}", seconds=f"{energy.window_s:,.1f}"
             ),
         )
         per_million = None if per_token is None else per_token * TOKENS_PER_MILLION / J_PER_KWH
         cards[2].metric(
-            _("Energy per million output tokens"),
-            "—" if per_million is None else f"{per_million:,.3g} kWh",
+            _("Energy per 1M output tokens"),
+            "—" if per_million is None else f"{three_digits(per_million)} kWh",
             border=True,
             help=_("For the cost, multiply by the electricity price and the PUE on the cost page (GPU energy only)."),
         )

@@ -15,7 +15,7 @@ from probes import RunSettings, RunStatus, run_probe
 from probes.__main__ import main
 from probes.errors import ProbeSettingsError
 from probes.options import ProbeOptions
-from probes.power import PowerSample, measured_energy, parse_dcgm
+from probes.power import PowerSample, energy_amount, measured_energy, parse_dcgm, three_digits
 from probes.sink import MemorySink
 from settings import Settings
 
@@ -29,6 +29,11 @@ def at(seconds: float) -> datetime:
 
 def test_a_real_exporters_text_gives_the_gpus_power_and_energy_counter() -> None:
     assert parse_dcgm(SAMPLE.read_text()) == {"0": (23.528, 31035686671.0)}
+
+
+def test_energy_reads_in_three_digits_and_the_unit_that_fits() -> None:
+    assert [three_digits(v) for v in (0.000045, 0.674, 99.96, 1234.5)] == ["0.0000450", "0.674", "100", "1,230"]
+    assert [energy_amount(j) for j in (162.0, 162_000.0, 9_000_000.0)] == ["162 J", "45.0 Wh", "2.50 kWh"]
 
 
 def test_several_gpus_and_a_power_only_exporter() -> None:
