@@ -4,6 +4,7 @@ and a probe run that scrapes the test server's /metrics and reports joules per o
 import asyncio
 import io
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from fakeserver import Behaviour, serve_in_thread
 from fakeserver.dcgm import GpuPower
-from probes import RunSettings, RunStatus, run_probe
+from probes import ProbeRun, RunSettings, RunStatus, run_probe
 from probes.__main__ import main
 from probes.errors import ProbeSettingsError
 from probes.options import ProbeOptions
@@ -175,3 +176,26 @@ def test_the_command_line_writes_the_readings_and_says_the_energy(tmp_path: Path
     assert data["energy"]["output_tokens"] == 100 and data["energy"]["j_per_output_token"] > 0
     assert {"at", "gpu", "power_w", "energy_mj", "error"} <= set(data["power"][0])
     assert "J/output token" in err.getvalue() and "energy counter, 1 GPUs" in err.getvalue()
+
+
+def test_a_cancelled_run_keeps_its_power_readings() -> None:
+    with serve_in_thread(defaults=Behaviour(ttft_ms=10, tpot_ms=20, tokens=50), dcgm_gpus=1) as server:
+        settings = RunSettings(
+            base_url=server.base_url,
+            model="fake",
+            concurrency=(2,),
+            requests_per_level=200,
+            dcgm_url=server.base_url.removesuffix("/v1") + "/metrics",
+            dcgm_interval_s=0.1,
+        )
+        sink = MemorySink()
+        probe = ProbeRun(settings, sink=sink).start()
+        deadline = time.monotonic() + 30
+        while len({s.at for s in sink.power_samples}) < 3 or not sink.sample_list:  # reads and a finished request
+            assert time.monotonic() < deadline, "no power read or no request finished"
+            time.sleep(0.05)
+        probe.cancel()
+        assert probe.wait(30)
+    result = probe.result()
+    assert result is not None and result.status == RunStatus.CANCELLED
+    assert len(result.power) >= 3 and sink.power_samples == result.power
