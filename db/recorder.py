@@ -9,10 +9,11 @@ from sqlalchemy import Engine, delete, update
 
 from db.engine import rowcount, session_factory
 from db.recovery import owner
-from db.run_tables import LevelRow, RunRow, SampleRow
+from db.run_tables import LevelRow, PowerRow, RunRow, SampleRow
 from probes.config import RunSettings, redact_url
 from probes.deployment import Deployment
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
+from probes.power import PowerSample
 
 MAX_TEXT_CHARS = 2000
 
@@ -111,6 +112,25 @@ def add_sample(engine: Engine, run_id: str, sample: RequestSample) -> None:
     add_samples(engine, run_id, [sample])
 
 
+def add_power(engine: Engine, run_id: str, samples: Sequence[PowerSample]) -> None:
+    """Store GPU power readings (and failed scrapes) in one short transaction."""
+    if not samples:
+        return
+    rows = [
+        PowerRow(
+            run_id=run_id,
+            at=s.at,
+            gpu=s.gpu[:100],
+            power_w=s.power_w,
+            energy_mj=s.energy_mj,
+            error=s.error[:300] if s.error else None,
+        )
+        for s in samples
+    ]
+    with session_factory(engine)() as session, session.begin():
+        session.add_all(rows)
+
+
 def add_level(engine: Engine, run_id: str, level: LevelResult) -> None:
     """Store a finished level's result (replacing one stored before for the same index)."""
     with session_factory(engine)() as session, session.begin():
@@ -172,6 +192,7 @@ def delete_run(engine: Engine, run_id: str) -> bool:
     """Delete a run with its levels and samples; True if it existed."""
     with session_factory(engine)() as session, session.begin():
         session.execute(delete(SampleRow).where(SampleRow.run_id == run_id))
+        session.execute(delete(PowerRow).where(PowerRow.run_id == run_id))
         session.execute(delete(LevelRow).where(LevelRow.run_id == run_id))
         result = session.execute(delete(RunRow).where(RunRow.id == run_id))
         return rowcount(result) > 0
@@ -215,6 +236,10 @@ class RunRecorder:
     def level_finished(self, level: LevelResult) -> None:
         """Store one finished level."""
         add_level(self.engine, self._id(), level)
+
+    def power(self, samples: Sequence[PowerSample]) -> None:
+        """Store the GPU power readings of a scrape."""
+        add_power(self.engine, self._id(), samples)
 
     def heartbeat(self) -> None:
         """Keep the run from being taken as interrupted."""

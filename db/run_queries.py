@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, case, func, select
 
 from db.engine import session_factory
-from db.run_tables import LevelRow, RunRow, SampleRow
+from db.run_tables import LevelRow, PowerRow, RunRow, SampleRow
 from probes.config import RunSettings
 from probes.deployment import STORED
-from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
+from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level, with_energy
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
+from probes.power import PowerSample
 from probes.ratesearch import search_of_levels
 from probes.turn_stats import level_turn_stats
 from settings import get_settings
@@ -114,6 +115,22 @@ def load_samples(engine: Engine, run_id: str, *, skip_levels: Collection[int] = 
         return [RequestSample.model_validate_json(text) for text in session.scalars(query)]
 
 
+def load_power(engine: Engine, run_id: str) -> list[PowerSample]:
+    """The run's GPU power readings and failed scrapes, in time order (none: it scraped no DCGM exporter)."""
+    query = select(PowerRow).where(PowerRow.run_id == run_id).order_by(PowerRow.at, PowerRow.id)
+    with session_factory(engine)() as session:
+        return [
+            PowerSample(
+                at=_aware(row.at) or _now(),
+                gpu=row.gpu,
+                power_w=row.power_w,
+                energy_mj=row.energy_mj,
+                error=row.error,
+            )
+            for row in session.scalars(query)
+        ]
+
+
 def load_levels(engine: Engine, run_id: str) -> list[LevelResult]:
     """The run's stored level results, in order."""
     query = select(LevelRow.result_json).where(LevelRow.run_id == run_id).order_by(LevelRow.level_index)
@@ -177,7 +194,7 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
             max_requests=get_settings().probe_max_requests_per_run - settings.warmup_requests,
             max_duration_s=settings.search_max_duration_s,
         )
-    return RunResult(
+    result = RunResult(
         run_id=row.id,
         endpoint=row.endpoint,
         model=row.model,
@@ -193,6 +210,8 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
         samples=samples,
         notes=json.loads(row.notes_json or "[]"),
     )
+    power = load_power(engine, run_id) if settings.dcgm_url else []
+    return with_energy(result, power) if power else result
 
 
 def sample_counts(engine: Engine, run_id: str) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""The probe's tables: a run, its finished levels and its requests (SQLAlchemy; read through db/run_queries.py)."""
+"""The probe's tables: a run, its finished levels, its requests and its GPU power (read through db/run_queries.py)."""
 
 from datetime import datetime
 
@@ -89,3 +89,18 @@ class SampleRow(Base):
     output_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
     token_source: Mapped[str | None] = mapped_column(String(16), default=None)
     sample_json: Mapped[str] = mapped_column(Text)
+
+
+class PowerRow(Base):
+    """One GPU's power reading at one scrape of a DCGM exporter, or a failed scrape (gpu empty, error set)."""
+
+    __tablename__ = "probe_power"
+    __table_args__ = (Index("ix_probe_power_run_at", "run_id", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("probe_runs.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    gpu: Mapped[str] = mapped_column(String(100))
+    power_w: Mapped[float | None] = mapped_column(Float, default=None)
+    energy_mj: Mapped[float | None] = mapped_column(Float, default=None)
+    error: Mapped[str | None] = mapped_column(String(300), default=None)

@@ -33,6 +33,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         "--tpot-per-running-ms", type=float, default=0.0, help="load-dependent mode: token gap added per other request"
     )
     parser.add_argument("--no-metrics", action="store_true")
+    parser.add_argument(
+        "--dcgm-gpus", type=int, default=0, help="also expose DCGM-exporter power and energy of this many fake GPUs"
+    )
     parser.add_argument("--engine", choices=("vllm", "sglang"), default="vllm", help="whose metric names to expose")
     parser.add_argument("--no-records", action="store_true", help="do not keep per-token records")
     return parser
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m fakeserver") -> N
             keep_records=not args.no_records,
             engine=args.engine,
             batching=batching,
+            dcgm_gpus=args.dcgm_gpus,
         )
         await server.start()
         print(f"fake OpenAI server on {server.base_url}", flush=True)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from fakeserver.behaviour import WORDS, Batching, Behaviour, RequestRecord, error_body, prompt_text, prompt_tokens
 from fakeserver.connection import ServerConnection
+from fakeserver.dcgm import GpuPower
 from fakeserver.metrics import Counters, metrics_text
 from fakeserver.stream import BatchedStream, FakeStream
 
@@ -42,6 +43,7 @@ class FakeServer:
         roots: Mapping[str, str] | None = None,
         owned_by: str = "fake",
         batching: Batching | None = None,
+        dcgm_gpus: int = 0,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError("the fake server only listens on loopback (127.0.0.1)")
@@ -60,6 +62,8 @@ class FakeServer:
         self.owned_by = owned_by
         self.batching = batching or Batching()
         self.counters = Counters()
+        # With dcgm_gpus, /metrics also carries DCGM-exporter power and energy of that many fake GPUs.
+        self.gpu_power = GpuPower(gpus=dcgm_gpus) if dcgm_gpus > 0 else None
         self._records: list[RequestRecord] = []
         self._queue: deque[FakeStream] = deque()
         self._prefix_blocks: set[int] = set()
@@ -136,17 +140,19 @@ class FakeServer:
     def _own_endpoint(self, conn: ServerConnection, method: str, path: str, target: str) -> bool:
         """/metrics, /fake/records and /health (no key needed); False for any other path."""
         if path == "/metrics" and method == "GET":
-            if not self.metrics:
+            if not self.metrics and self.gpu_power is None:
                 conn.send(404, b"not found", "text/plain")
-            else:
-                text = metrics_text(
+                return True
+            text = "" if self.gpu_power is None else self.gpu_power.text(self.counters.running)
+            if self.metrics:
+                text += metrics_text(
                     self.counters,
                     model=self.models[0],
                     engine=self.engine,
                     max_running=self.max_running,
                     spec_acceptance=self.spec_acceptance,
                 )
-                conn.send(200, text.encode(), "text/plain; version=0.0.4")
+            conn.send(200, text.encode(), "text/plain; version=0.0.4")
             return True
         if path == "/fake/records" and method == "GET":
             payload = json.dumps([r.as_json() for r in self._records]).encode()
@@ -199,6 +205,7 @@ class FakeServer:
             self._queue.append(stream)
         else:
             self.counters.running += 1
+            self._load_changed()
             stream.start()
 
     def _record(self, model: str, beh: Behaviour, req: dict[str, Any]) -> RequestRecord:
@@ -223,6 +230,12 @@ class FakeServer:
             self.counters.waiting -= 1
             self.counters.running += 1
             nxt.start()
+        self._load_changed()
+
+    def _load_changed(self) -> None:
+        """The fake GPUs' power follows the requests running."""
+        if self.gpu_power is not None:
+            self.gpu_power.observe(self.counters.running)
 
     def _admits(self, stream: FakeStream) -> bool:
         """True when the stream may start now: below max_running and below its own slots, if any."""

@@ -24,6 +24,7 @@ from probes.export import result_json
 from probes.field_text import allowed_text, default_text, flag_of, required_on_cli
 from probes.models import LevelResult, RunResult, RunStatus
 from probes.options import prepare_run
+from probes.power import energy_text
 from probes.sink import RunSink
 from probes.worker import ProbeRun
 
@@ -155,8 +156,10 @@ def start_line(settings: RunSettings) -> str:
 
 
 def summary_line(result: RunResult) -> str:
-    """How the run ended, its highest concurrency within the SLO, the deployment and where it is stored."""
+    """How the run ended, its highest concurrency within the SLO, the deployment, the GPU energy, where it is stored."""
     deployment = deployment_text(result.settings.deployment)
+    failed_reads = sum(1 for s in result.power if not s.ok)
+    energy = f"; {energy_text(result.energy, failed_reads)}" if result.settings.dcgm_url else ""
     if result.settings.trace_mode or result.settings.sessions_mode:
         met = [lv.slo.met for lv in result.levels]
         done = "trace replayed" if result.settings.trace_mode else "sessions held"
@@ -174,6 +177,7 @@ def summary_line(result: RunResult) -> str:
         + (f" ({result.error})" if result.error else "")
         + "".join(f"; note: {note}" for note in result.notes)
         + (f"; deployment: {deployment}" if deployment else "")
+        + energy
         + (f"; stored as run {result.run_id}" if result.run_id else "")
     )
 

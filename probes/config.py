@@ -151,6 +151,9 @@ class RunSettings(BaseModel):
     continuous_usage_stats: bool = False
     scrape_metrics: bool = True
     metrics_url: str | None = None  # None: /metrics beside /v1
+    # A DCGM exporter's /metrics, scraped every dcgm_interval_s for GPU power (None: no power measured).
+    dcgm_url: str | None = None
+    dcgm_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
     slo: SloTargets = Field(default_factory=SloTargets)
     timeouts: Timeouts = Field(default_factory=Timeouts)
@@ -321,6 +324,12 @@ def check_run_settings(run: RunSettings, limits: Settings | None = None) -> None
     refusal = host_refusal(host, parse_allowed_hosts(limits.probe_allowed_hosts))
     if refusal:
         raise ProbeSettingsError(refusal)
+    if run.dcgm_url:
+        refusal = host_refusal(
+            (urlsplit(run.dcgm_url).hostname or "").lower(), parse_allowed_hosts(limits.probe_allowed_hosts)
+        )
+        if refusal:
+            raise ProbeSettingsError(f"DCGM exporter URL: {refusal}")
 
 
 def _check_sessions(run: RunSettings, limits: Settings) -> None:

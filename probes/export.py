@@ -98,7 +98,13 @@ COLUMN_LABELS: dict[str, str] = {
     "turn": N_("Turn"),
     "count": N_("Completed"),
     "input_tokens_mean": N_("Input tokens (mean)"),
+    "t_s": N_("Time since the run started (s)"),
+    "at": N_("Time (UTC)"),
+    "gpu": N_("GPU"),
+    "power_w": N_("Power (W)"),
+    "energy_mj": N_("Energy counter (mJ)"),
 }
+POWER_COLUMNS = ("t_s", "at", "gpu", "power_w", "energy_mj", "error")
 _STAT = re.compile(r"^(ttft|tpot|itl|e2e)_(?:(mean|p50|p90|p99)_ms|ms_(mean|p50|p90|p99))$")
 
 
@@ -160,4 +166,15 @@ def turns_csv(result: RunResult, labels: Translate | None = None) -> str:
         for turn in level.turns or []:
             row = turn.model_dump(mode="json")
             writer.writerow([level.index, *(row[c] for c in TURN_COLUMNS)])
+    return out.getvalue()
+
+
+def power_csv(result: RunResult, labels: Translate | None = None) -> str:
+    """One row per GPU per scrape of the DCGM exporter (a failed scrape: its error), on the run's time axis."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    _header(writer, list(POWER_COLUMNS), labels)
+    for sample in result.power:
+        t_s = f"{(sample.at - result.started_at).total_seconds():.3f}"
+        writer.writerow([t_s, sample.at.isoformat(), sample.gpu, sample.power_w, sample.energy_mj, sample.error])
     return out.getvalue()

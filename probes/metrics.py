@@ -6,7 +6,17 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from probes.config import SloTargets
-from probes.models import ErrorKind, LevelResult, RequestSample, ServerMetrics, SloOutcome, Stats, TokenSource
+from probes.models import (
+    ErrorKind,
+    LevelResult,
+    RequestSample,
+    RunResult,
+    ServerMetrics,
+    SloOutcome,
+    Stats,
+    TokenSource,
+)
+from probes.power import MeasuredEnergy, PowerSample, measured_energy
 from probes.wording import NO_REQUEST_COMPLETED, NO_REQUESTS, TOO_MANY_FAILED
 
 
@@ -151,3 +161,24 @@ def peak_in_flight(samples: Sequence[RequestSample]) -> int:
         running += step
         peak = max(peak, running)
     return peak
+
+
+def with_energy(result: RunResult, power: Sequence[PowerSample]) -> RunResult:
+    """The run with its GPU power readings and the energy measured over its levels' window (first start, last end).
+
+    Joules per output token count the output tokens of the requests that succeeded in those levels.
+    """
+    levels = [level for level in result.levels if level.index >= 0]
+    start = min((level.started_at for level in levels), default=None)
+    end = max((level.finished_at for level in levels), default=None)
+    tokens = sum(level.output_tokens for level in levels)
+    return result.model_copy(update={"power": list(power), "energy": measured_energy(power, start, end, tokens)})
+
+
+def level_energy(result: RunResult) -> list[tuple[LevelResult, MeasuredEnergy | None]]:
+    """Each counted level with the energy over its own time (the run's arithmetic, level by level)."""
+    return [
+        (level, measured_energy(result.power, level.started_at, level.finished_at, level.output_tokens))
+        for level in result.levels
+        if level.index >= 0
+    ]

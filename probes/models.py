@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from probes.config import RunSettings
+from probes.power import MeasuredEnergy, PowerSample
 
 SCHEMA_VERSION = 1
 
@@ -265,3 +266,5 @@ class RunResult(BaseModel):
     notes: list[str] = Field(
         default_factory=list, description="what qualifies the figures, e.g. a trace replay's uncalibrated lengths"
     )
+    power: list[PowerSample] = Field(default_factory=list, description="the DCGM exporter's readings (--dcgm-url)")
+    energy: MeasuredEnergy | None = Field(default=None, description="the energy measured over the levels' window")

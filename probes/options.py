@@ -5,12 +5,14 @@ The deployment's fields come from probes/deployment.py, where they are defined.
 
 from collections.abc import Mapping
 from typing import Annotated, Any
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 
 from i18n import N_
 from probes.config import (
     DEFAULT_CONCURRENCY,
+    SECRET_QUERY_KEYS,
     ApiKind,
     RunSettings,
     SessionVariant,
@@ -393,6 +395,27 @@ class ProbeOptions(BaseModel):
         le=3600,
         json_schema_extra={FLAG: "--stall-timeout"},
     )
+    dcgm_url: str | None = Field(
+        default=RUN_DEFAULTS.dcgm_url,
+        alias="dcgm_url",
+        title=N_("DCGM exporter URL"),
+        description=N_(
+            "A DCGM exporter's metrics URL on the GPU machine, e.g. http://gpu-box:9400/metrics: the probe reads "
+            "each GPU's power (DCGM_FI_DEV_POWER_USAGE) and energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION) "
+            "during the run and reports the joules per output token measured. Without it, no power is measured."
+        ),
+        max_length=500,
+        json_schema_extra={ALLOWED: N_("http(s)://host[:port]/path, up to 500 characters")},
+    )
+    dcgm_interval_s: float = Field(
+        default=RUN_DEFAULTS.dcgm_interval_s,
+        alias="dcgm_interval",
+        title=N_("DCGM scrape interval (s)"),
+        description=N_("With a DCGM exporter URL: read the GPUs' power this often."),
+        ge=0.1,
+        le=60,
+        json_schema_extra={FLAG: "--dcgm-interval"},
+    )
     # The deployment measured (optional; blank engine, model and quantization are read from the server).
     gpu: str | None = _deployment_option("gpu")
     gpu_count: int | None = _deployment_option("gpu_count")
@@ -408,6 +431,21 @@ class ProbeOptions(BaseModel):
     @field_validator("model", "label")
     @classmethod
     def _strip_text(cls, value: str) -> str:
+        return value.strip()
+
+    @field_validator("dcgm_url")
+    @classmethod
+    def _check_dcgm_url(cls, value: str | None) -> str | None:
+        """Blank is none; else an http(s) URL without user:password (the link and the database keep it)."""
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("give the exporter's URL like http://gpu-box:9400/metrics")
+        if parts.username or parts.password:
+            raise ValueError("no user:password in the DCGM exporter URL")
+        if any(SECRET_QUERY_KEYS.search(key) for key, _ in parse_qsl(parts.query, keep_blank_values=True)):
+            raise ValueError("no keys or tokens in the DCGM exporter URL")
         return value.strip()
 
     @field_validator(*(o for f, o in DEPLOYMENT_OPTIONS.items() if f != "gpu_count"), mode="before")

@@ -14,7 +14,13 @@ from probes.client import Clock, classify_error, close_quietly, make_client, mak
 from probes.config import RunSettings, check_run_settings
 from probes.detect import detect
 from probes.level import WARMUP_INDEX, Level, LevelPlan
-from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, peak_in_flight, summarize_level
+from probes.metrics import (
+    best_concurrency_within_slo,
+    best_request_rate_within_slo,
+    peak_in_flight,
+    summarize_level,
+    with_energy,
+)
 from probes.models import (
     CONNECTION_KINDS,
     LevelResult,
@@ -25,6 +31,7 @@ from probes.models import (
     RunStatus,
     ServerMetrics,
 )
+from probes.power_monitor import PowerMonitor
 from probes.progress import Progress
 from probes.prom import Scraper, exposition, metrics_url_for, server_metrics
 from probes.ratesearch import find_max_rate
@@ -86,8 +93,15 @@ async def run_probe(
     if session_requests is not None:
         sweep.progress.update(requests_per_level=session_requests)
     sweep.max_requests = (limits or get_settings()).probe_max_requests_per_run - settings.warmup_requests
-    await sweep.run()
-    return sweep.result()
+    if not settings.dcgm_url:
+        await sweep.run()
+        return sweep.result()
+    monitor = PowerMonitor(settings.dcgm_url, settings.dcgm_interval_s, sweep.sink.power, transport).start()
+    try:
+        await sweep.run()
+    finally:
+        power = await monitor.stop()
+    return with_energy(sweep.result(), power)
 
 
 class _Sweep:

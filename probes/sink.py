@@ -2,10 +2,11 @@
 
 ProbeRun (probes/worker.py) calls a sink in this order: `started` once in the caller's thread, before anything is
 sent; then, from one sink thread and never on the event loop, `deployment` (at most once, before the first sample),
-`samples` (batches of finished requests, in order) and `level_finished` (each finished level) as they come, and
+`samples` (batches of finished requests, in order), `level_finished` (each finished level) and `power` (a DCGM
+exporter's readings, when the run scrapes one) as they come, and
 last exactly one of `finished` (the run ended with a result: completed, cancelled or failed) or `failed` (it ended
 without one). `heartbeat` comes from a thread of its own every few seconds until then. run_probe (probes/runner.py)
-calls only `deployment`, `samples` and `level_finished`, inline on its event loop.
+calls only `deployment`, `samples`, `level_finished` and `power`, inline on its event loop.
 
 The database's recorder (db/recorder.py) is the sink of `python -m probes` and of the /probe page; the Ray driver
 and the importers hand their runs to the same interface. A sink's exception is reported (ProbeRun.sink_errors),
@@ -18,6 +19,7 @@ from typing import Protocol
 from probes.config import RunSettings
 from probes.deployment import Deployment
 from probes.models import LevelResult, RequestSample, RunResult
+from probes.power import PowerSample
 
 
 class RunSink(Protocol):
@@ -35,6 +37,9 @@ class RunSink(Protocol):
 
     def level_finished(self, level: LevelResult) -> None:
         """A finished level's figures."""
+
+    def power(self, samples: Sequence[PowerSample]) -> None:
+        """GPU power readings of one scrape (or its failure), in time order."""
 
     def heartbeat(self) -> None:
         """The run is alive (whether requests finish or not)."""
@@ -62,6 +67,9 @@ class NullSink:
     def level_finished(self, level: LevelResult) -> None:
         """Dropped."""
 
+    def power(self, samples: Sequence[PowerSample]) -> None:
+        """Dropped."""
+
     def heartbeat(self) -> None:
         """Dropped."""
 
@@ -81,6 +89,7 @@ class MemorySink(NullSink):
         self.sample_list: list[RequestSample] = []
         self.batches = 0  # calls of samples()
         self.levels: list[LevelResult] = []
+        self.power_samples: list[PowerSample] = []
         self.heartbeats = 0
         self.result: RunResult | None = None
         self.error: BaseException | None = None
@@ -108,6 +117,11 @@ class MemorySink(NullSink):
         """Keep the level."""
         self.levels.append(level)
         self.events.append("level")
+
+    def power(self, samples: Sequence[PowerSample]) -> None:
+        """Keep the readings."""
+        self.power_samples.extend(samples)
+        self.events.append("power")
 
     def heartbeat(self) -> None:
         """Count it."""

@@ -5,6 +5,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from itertools import groupby
+from typing import cast
 
 import httpx2
 
@@ -12,6 +13,7 @@ from probes.config import RunSettings, check_run_settings
 from probes.deployment import Deployment
 from probes.errors import ProbeError
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
+from probes.power import PowerSample
 from probes.runner import Progress, run_probe
 from probes.sink import NullSink, RunSink
 from probes.wording import RECORD_FAILED
@@ -38,6 +40,9 @@ class _Queued(NullSink):
 
     def level_finished(self, level: LevelResult) -> None:
         self.events.put(("level", level))
+
+    def power(self, samples: Sequence[PowerSample]) -> None:
+        self.events.put(("power", list(samples)))
 
 
 class ProbeRun:
@@ -182,6 +187,8 @@ class ProbeRun:
                     stopped = True
                 elif kind == "sample":
                     self._call(sink.samples, payloads)
+                elif kind == "power":
+                    self._call(sink.power, [sample for batch in payloads for sample in cast(list[PowerSample], batch)])
                 else:
                     call = sink.deployment if kind == "deployment" else sink.level_finished
                     for payload in payloads:

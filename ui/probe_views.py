@@ -11,7 +11,7 @@ from db.run_queries import error_summary, get_run, load_samples, sample_counts
 from i18n import N_
 from probes.baseline import scaling_sentence
 from probes.deployment import deployment_text
-from probes.export import levels_csv, result_json, samples_csv, turns_csv
+from probes.export import levels_csv, power_csv, result_json, samples_csv, turns_csv
 from probes.figures import (
     compare_rows,
     error_rows,
@@ -28,6 +28,7 @@ from probes.models import RunResult, RunStatus
 from probes.wording import note_text
 from ui.concepts import concept_note
 from ui.lang import _
+from ui.power_views import power_section
 from ui.resources import get_engine
 from ui.tables import without_gaps
 from ui.text import escape_markdown
@@ -237,6 +238,8 @@ def run_details(result: RunResult, key: str, *, after_cards: Callable[[], bool] 
         names.append(_("Timeline"))
     if any(lv.turns for lv in result.levels):
         names.append(_("By turn"))
+    if result.settings.dcgm_url:
+        names.append(_("Power"))
     tabs = dict(zip(names, st.tabs(names, key=f"{key}.tab", on_change="rerun"), strict=True))
     with tabs[_("Levels")]:
         st.dataframe(without_gaps(level_rows(result, _)), hide_index=True, key=f"{key}.levels")
@@ -258,6 +261,9 @@ def run_details(result: RunResult, key: str, *, after_cards: Callable[[], bool] 
     if _("By turn") in tabs and tabs[_("By turn")].open:
         with tabs[_("By turn")]:
             _turns(result, key)
+    if _("Power") in tabs and tabs[_("Power")].open:
+        with tabs[_("Power")]:
+            power_section(result, key)
     cost_this(result, f"{key}.cost_level")
     return True
 
@@ -378,6 +384,8 @@ def downloads(result: RunResult, key: str) -> None:
     ]
     if any(level.turns for level in result.levels):
         exports.append((_("Download turns CSV"), partial(turns_csv, labels=labels), "-turns.csv", "text/csv", "turns"))
+    if result.settings.dcgm_url:
+        exports.append((_("Download power CSV"), partial(power_csv, labels=labels), "-power.csv", "text/csv", "power"))
     for col, (label, build, suffix, mime, name) in zip(st.columns(len(exports)), exports, strict=True):
         col.download_button(
             label,

@@ -91,7 +91,7 @@ FLAGS_SCRIPTS_USE = {
     "--gpu", "--gpu-count", "--deploy-model", "--engine", "--quant",
     "--burstiness", "--max-in-flight", "--find-max-rate", "--search-max-levels", "--search-max-duration-s",
     "--trace", "--trace-format", "--trace-speed", "--trace-start", "--trace-duration", "--trace-limit",
-    "--sessions", "--turns", "--think-time-s", "--session-variant", "--conversations",
+    "--sessions", "--turns", "--think-time-s", "--session-variant", "--conversations", "--dcgm-url", "--dcgm-interval",
 }  # fmt: skip
 
 
@@ -283,7 +283,7 @@ def test_every_flag_reaches_the_run_settings() -> None:
             *("--quant", "FP8", "--trace", "azure-conv", "--trace-format", "azure", "--trace-speed", "10"),
             *("--trace-start", "60", "--trace-duration", "120", "--trace-limit", "50"),
             *("--sessions", "3", "--turns", "5", "--think-time-s", "1.5", "--session-variant", "agent"),
-            *("--conversations", "c.jsonl"),
+            *("--conversations", "c.jsonl", "--dcgm-url", "http://gpu-box:9400/metrics", "--dcgm-interval", "2"),
         ],
         environ={"PROBE_API_KEY": KEY},
     )
@@ -326,6 +326,8 @@ def test_every_flag_reaches_the_run_settings() -> None:
         "think_time_s": 1.5,
         "session_variant": SessionVariant.AGENT,
         "conversations_file": "c.jsonl",
+        "dcgm_url": "http://gpu-box:9400/metrics",
+        "dcgm_interval_s": 2.0,
     }
     assert {name: getattr(settings, name) for name in expected} == expected
     assert settings.slo.model_dump() == {

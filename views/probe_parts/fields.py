@@ -53,7 +53,7 @@ def load_fields(box: DeltaGenerator) -> None:
 
 
 def sections() -> None:
-    """The optional settings, each in a closed section: load and generation, rates, SLO, timeouts, deployment."""
+    """The optional settings, each in a closed section: load and generation, rates, SLO, timeouts, deployment, power."""
     with st.expander(_("Load and generation"), icon=":material/speed:") as load:
         left, mid, right = st.columns(3)
         number_field(left, state, "max_tokens", step=32)
@@ -76,6 +76,17 @@ def sections() -> None:
         number_field(right, state, "stall_timeout", step=5.0, fmt="%.4g")
     with st.expander(_("Deployment (optional: lets the estimate be calibrated by this run)"), icon=":material/dns:"):
         _deployment_fields()
+    with st.expander(_("GPU power (optional: a DCGM exporter)"), icon=":material/bolt:"):
+        st.caption(
+            _(
+                "With the URL of a DCGM exporter on the GPU machine, the run reads each GPU's power while it runs "
+                "and reports the energy it measured: joules per output token and kWh, and power on the run's time "
+                "axis. A failed read is counted and never stops the run."
+            )
+        )
+        left, right = st.columns([3, 1])
+        text_field(left, state, "dcgm_url", placeholder="http://gpu-box:9400/metrics")
+        number_field(right, state, "dcgm_interval", step=0.5, fmt="%.4g")
 
 
 def _trace_fields(box: DeltaGenerator) -> None:
