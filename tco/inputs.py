@@ -119,10 +119,11 @@ def _rps_text(rate: float, run_id: str | None) -> str:
 
 
 class TpsSource(StrEnum):
-    """Where the throughput came from: typed (or measured) by a person, or estimated by perf."""
+    """Where the throughput came from: typed by a person, estimated by perf, or measured by a probe run."""
 
     ENTERED = "entered"
     ESTIMATE = "estimate"
+    MEASURED = "measured"  # a probe run's level ("Cost this"); `quant_method` then names the run's quantization
 
 
 _SLO = _HB.slo
@@ -239,7 +240,8 @@ class TcoInputs(BaseModel):
         default=TpsSource.ENTERED,
         alias="tps_source",
         title=N_("Throughput source"),
-        description="'estimate' when `tps` came from perf's estimate for `model`, `engine` and `quant_method`",
+        description="'estimate' when `tps` came from perf's estimate for `model`, `engine` and `quant_method`; "
+        "'measured' when it came from a probe run (on `quant_method` when the run declared it)",
     )
     measured_rps: str | None = Field(
         default=None,

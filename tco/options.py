@@ -16,6 +16,7 @@ from selector.inputs import MIN_CONTEXT_TOKENS
 from tco.compare_inputs import CompareInputs, LatencyAxis
 from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs, TpsSource, catalog_price
+from tco.lever_basis import lever_link_params
 from tco.throughput import OperatingPoint, operating_point
 
 SKIPPED_KINDS = ("cpu", "apple")  # served by CPU or Metal builds, which have no step-time model
@@ -240,6 +241,7 @@ def _tco_inputs(inputs: CompareInputs, candidate: Candidate, split: int, point: 
             "ttft_p50": inputs.ttft_p50_ms,
             "ttft_p99": inputs.ttft_p99_ms,
             "tpot_p50": inputs.tpot_p50_ms,
+            **lever_link_params(),  # prompt reuse and spot prices are what-ifs the user turns on
         }
     )
 

@@ -61,6 +61,9 @@ def test_compare_ranks_the_options_with_links_to_the_other_pages() -> None:
     links = _links(at)
     assert links["tco"]["tps"] == f"{top['tok/s per replica']:g}" and links["tco"]["tps_source"] == "estimate"
     assert links["tco"]["gpu"] == links["selector"]["gpu"]
+    # "Price this" carries what it prices, and the assumed levers (prompt reuse, spot prices) start off
+    assert {"gpus", "price", "currency", "in_tokens", "out_tokens"} <= set(links["tco"])
+    assert (links["tco"]["prefix"], links["tco"]["spot"]) == ("false", "false")
     assert "/tco?" + "&".join(f"{k}={v}" for k, v in links["tco"].items()) == top["cost calculator"]
     assert len(at.get("plotly_chart")) == 0  # the chart's tab is lazy: it runs once opened
     assert len(open_tab(at, "_compare.tab", "Cost vs latency").get("plotly_chart")) == 1
@@ -156,6 +159,19 @@ def test_selector_shows_the_estimates_and_price_this_carries_the_throughput() ->
     )
     assert chosen.input_tokens == 1000 and chosen.output_tokens == 200, "the request's lengths, not the context's"
     assert (price["in_tokens"], price.get("out_tokens", "200"), price["traffic"]) == ("1000", "200", "5000000")
+    assert (price["price"], price["currency"], price["gpus"]) == ("1.99", "USD", "2")  # H100's public price, 2 GPUs
+
+
+def test_price_this_on_a_gpu_without_a_price_asks_for_one_on_the_cost_page() -> None:
+    at = open_page("selector", {"gpu": "H20", "model": "qwen2.5-7b"})
+    assert not at.exception
+    link = _links(at)["tco"]
+    assert link["gpu"] == "h20-96gb" and "price" not in link  # no stand-in price travels
+    cost = open_page("tco", link)
+    assert not cost.exception and not cost.metric  # nothing computed from another GPU's price
+    assert any(w.startswith("No price for H20 96GB") for w in texts(cost.warning))
+    cost.number_input(key="tco.price").set_value(9.0).run()
+    assert metric(cost, "Cost per request").endswith(" CNY")
 
 
 def test_selector_says_no_estimate_for_an_engine_without_a_model() -> None:
@@ -194,6 +210,6 @@ def test_tco_link_marked_estimate_shows_band_and_basis_and_says_when_stale() -> 
     at = open_page("tco", link)
     note = next(i for i in texts(at.info) if i.startswith("Throughput"))
     assert "estimate: band" in note and "apply it again" in note  # 1 tok/s is not what these inputs estimate
-    custom = open_page("tco", {"gpu": "custom", "tps_source": "estimate"})
+    custom = open_page("tco", {"gpu": "custom", "price": "2", "tps_source": "estimate"})  # a custom GPU needs a price
     assert any("marked as an estimate" in w and "catalog GPU" in w for w in texts(custom.warning))
     assert not custom.exception

@@ -45,6 +45,31 @@ def test_picking_a_gpu_fills_its_price_and_currency_converts() -> None:
     assert metric(at, "Cost per request").endswith(" USD")
 
 
+def test_a_link_naming_a_gpu_uses_its_own_price_never_the_handbook_a800s() -> None:
+    at = open_page("tco", {"gpu": "h100", "currency": "USD"})
+    assert at.number_input(key="tco.price").value == pytest.approx(1.99)  # H100's lowest public price, not 15 CNY
+    assert metric(at, "Cost per request").endswith(" USD")
+    assert _params(at)["price"] == "1.99"
+
+
+def test_a_gpu_without_a_price_asks_for_one_and_computes_nothing() -> None:
+    at = open_page("tco", {"gpu": "h20", "tps": "900"})
+    assert not at.exception and not at.metric
+    assert [w for w in texts(at.warning) if w.startswith("No price for H20 96GB")]
+    at.number_input(key="tco.price").set_value(8.0).run()
+    assert metric(at, "Cost per request") == "0.00049 CNY"  # 8 / (900 / 200 x 3600)
+    assert _params(at)["price"] == "8"
+    at.selectbox(key="tco.gpu").set_value("a800-80gb-sxm").run()  # another unpriced GPU: the price goes
+    assert not at.metric and [w for w in texts(at.warning) if w.startswith("No price for A800 80GB SXM")]
+
+
+def test_capacity_per_request_is_labelled_as_capacity_not_latency() -> None:
+    at = open_page("tco", HANDBOOK_LINK)
+    assert metric(at, "Replica time per request (capacity)") == "0.34 s"
+    helps = [str(m.help) for m in at.metric if m.label == "Replica time per request (capacity)"]
+    assert "not the request's latency" in helps[0]
+
+
 @pytest.mark.parametrize(
     ("params", "named"),
     [

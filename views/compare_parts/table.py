@@ -12,6 +12,7 @@ from tco.ranking import Ranking
 from ui.lang import _, language
 from ui.names import basis_words
 from ui.params import to_params
+from ui.tco_links import tco_link_params
 from views.compare_parts.top import band_and_basis, links
 
 _DETAIL = "compare.detail"
@@ -19,7 +20,7 @@ _DETAIL = "compare.detail"
 
 def tco_link(option: RankedOption) -> str:
     """The /tco page with this option filled in (from the cost page's own input model)."""
-    return "/tco?" + urlencode(to_params(option.tco_inputs))
+    return "/tco?" + urlencode(tco_link_params(option.tco_inputs))
 
 
 def selector_link(option: RankedOption) -> str:

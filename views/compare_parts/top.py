@@ -11,6 +11,7 @@ from tco.ranking import Ranking
 from ui.lang import _, language
 from ui.names import basis_words, group_words
 from ui.params import to_params
+from ui.tco_links import tco_link_params
 
 _RANKED_BY = {
     RankBy.PER_MILLION: N_("cost per million output tokens"),
@@ -140,7 +141,7 @@ def links(option: RankedOption) -> None:
         "views/tco.py",
         label=_("Price this in the cost calculator"),
         icon=":material/payments:",
-        query_params=to_params(option.tco_inputs),
+        query_params=tco_link_params(option.tco_inputs),
     )
     right.page_link(
         "views/selector.py",

@@ -8,10 +8,11 @@ from catalog import CUSTOM_MODEL, find_gpu
 from selector import Advice
 from tco import TcoInputs
 from tco.inputs import TpsSource
+from tco.lever_basis import lever_link_params
 from tco.throughput import AdviceEstimate, OperatingPoint
 from ui.lang import _, lang_param
 from ui.names import estimate_label, quant_name
-from ui.params import to_params
+from ui.tco_links import tco_link_params
 
 # perf's words when the weights leave no room (perf/estimate.py), read back to word them in the page's language
 _DOES_NOT_FIT = re.compile(r"^gpus: (?P<model>.+) does not fit (?P<gpus>\d+)x (?P<gpu>.+) in (?P<quant>\S+)$")
@@ -144,9 +145,9 @@ def price_link(advice: Advice, chosen: AdviceEstimate) -> None:
         values |= (
             {"tps_source": TpsSource.ENTERED}
             if custom
-            else {"tps_source": TpsSource.ESTIMATE, "model": advice.model_id}
+            else {"tps_source": TpsSource.ESTIMATE, "model": advice.model_id, **lever_link_params()}
         )
-    params = to_params(TcoInputs.model_validate(values))
+    params = tco_link_params(TcoInputs.model_validate(values), priced=gpu.has_price)
     st.page_link(
         "views/tco.py", label=_("Price this"), icon=":material/payments:", query_params={**params, **lang_param()}
     )

@@ -1,0 +1,39 @@
+"""Cost this on a probe run carries the deployment the run declared: GPU, GPU count, price and quantization."""
+
+from probes import RunSettings
+from probes.deployment import Deployment
+from tco import TcoInputs, lever_chain
+from tests.probes.test_page_models import level, run
+from ui.params import validate_params
+from ui.run_cost import run_cost_params
+
+
+def test_a_run_on_two_h100s_opens_the_cost_page_on_two_h100s_at_their_price() -> None:
+    result = run([level(0, 8, 1200.0, True)], best=8)
+    settings = RunSettings(
+        base_url="http://h:8000/v1", model="m", deployment=Deployment(gpu="H100", gpu_count=2, quant="fp8")
+    )
+    params, declared = run_cost_params(result.model_copy(update={"settings": settings}), result.levels[0])
+    assert declared
+    assert params["gpu"] == "h100-80gb-sxm" and params["gpus"] == "2"
+    assert (params["price"], params["currency"]) == ("1.99", "USD")  # not one A800 at 15 CNY
+    assert (params["tps"], params["out_tokens"], params["in_tokens"]) == ("1200", "128", "40")
+    assert (params["tps_source"], params["quant_method"]) == ("measured", "fp8")
+    assert (params["prefix"], params["spot"]) == ("false", "false")  # assumptions start off
+    inputs, errors, _ = validate_params(TcoInputs, params)
+    assert not errors
+    quant = next(s for s in lever_chain(inputs).steps if s.key == "quant")
+    assert quant.no_gain and "FP8" in quant.effect  # the run already ran FP8: no +30% on top
+
+
+def test_a_run_on_a_gpu_without_a_price_carries_no_price() -> None:
+    result = run([level(0, 4, 500.0, True)], best=4)
+    settings = RunSettings(base_url="http://h:8000/v1", model="m", deployment=Deployment(gpu="H20"))
+    params, declared = run_cost_params(result.model_copy(update={"settings": settings}), result.levels[0])
+    assert declared and params["gpu"] == "h20-96gb" and "price" not in params
+
+
+def test_a_run_without_a_declared_gpu_says_so() -> None:
+    result = run([level(0, 4, 500.0, True)], best=4)
+    params, declared = run_cost_params(result, result.levels[0])
+    assert not declared and params["gpu"] == "a800-40gb-sxm" and params["price"] == "15"
