@@ -115,6 +115,8 @@ RUN_ID = re.compile(r"^[0-9a-f]{6,32}$")
 def _rps_text(rate: float, run_id: str | None) -> str:
     """`rps` as the link writes it: 12.5 not 12.50, and the run after @."""
     text = f"{rate:.6g}" if not rate.is_integer() else str(int(rate))
+    if float(text).is_integer():  # 999999.5 rounds to 1e+06: written 1000000, which reads back the same
+        text = str(int(float(text)))
     return f"{text}@{run_id}" if run_id else text
 
 
