@@ -18,6 +18,7 @@ from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs, TpsSource, catalog_price
 from tco.lever_basis import lever_link_params
 from tco.throughput import OperatingPoint, operating_point
+from tco.tokens import TokensByKind, tokens_by_kind
 
 SKIPPED_KINDS = ("cpu", "apple")  # served by CPU or Metal builds, which have no step-time model
 _KIND_WORDS = {"cpu": N_("cpu"), "apple": N_("apple")}  # the skipped kinds, as the pages word them
@@ -74,6 +75,7 @@ class RankedOption(BaseModel):
     meets_slo: bool
     tco_inputs: TcoInputs
     advice_request: AdviceRequest
+    tokens: TokensByKind | None = None  # cost per million tokens by kind (tco/tokens.py)
 
     @property
     def label(self) -> str:
@@ -230,6 +232,7 @@ def _tco_inputs(inputs: CompareInputs, candidate: Candidate, split: int, point: 
             "tps": point.output_tok_s,
             "out_tokens": inputs.out_tokens_per_request,
             "in_tokens": inputs.in_tokens_per_request,
+            "prefill_share": inputs.prefill_time_pct,
             "traffic": inputs.traffic_requests_per_day,
             "peak": inputs.peak_to_average,
             "util": inputs.target_utilization_pct,
@@ -296,4 +299,5 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
         meets_slo=point.meets_slo,
         tco_inputs=tco_inputs,
         advice_request=advice_request,
+        tokens=tokens_by_kind(tco_inputs, cap, fleet),
     )

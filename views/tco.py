@@ -23,6 +23,7 @@ from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
 from views.tco_parts.price_gate import fill_link_price, price_missing
 from views.tco_parts.results import capacity_and_fleet, headline, levers_tab
+from views.tco_parts.tokens import tokens_by_kind
 
 PAGE = "tco"
 state = PageState(PAGE, TcoInputs, load_base=load_scenario_params(PAGE))
@@ -414,6 +415,7 @@ def _results(inputs: TcoInputs) -> None:
     if not after_headline(PAGE):
         return  # the first run ends with the headline; the rest follows once the browser has drawn it
     capacity_and_fleet(result)
+    tokens_by_kind(result)
     for note in result.notes:
         st.info(note, icon="💡")
     # Lazy tabs: only the open one runs, so a shared link's headline is not held back by charts (docs/performance.md).

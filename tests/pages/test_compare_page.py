@@ -76,12 +76,30 @@ def test_each_option_shows_its_cost_range_and_the_pessimistic_end_can_rank_them(
     for (low, high), cost in zip(ranges, table["per 1M output tokens (CNY)"], strict=True):
         assert low <= cost * 1.001 and cost <= high * 1.001, "the estimate sits inside its own range"
     assert all(", TPOT " in b and ", TTFT " in b for b in table["bands"])
-    at.segmented_control(key="compare.rank_by").set_value("pessimistic").run()
+    at.selectbox(key="compare.rank_by").set_value("pessimistic").run()
     pessimistic = at.dataframe[0].value
     meeting = pessimistic[pessimistic["SLO"] == "meets"]
     dear_ends = [float(r.split("–")[1]) for r in meeting["per 1M range (CNY)"]]
     assert dear_ends == sorted(dear_ends)
     assert _params(at)["rank_by"] == "pessimistic"
+
+
+@pytest.mark.parametrize(
+    ("rank_by", "column", "words"),
+    [
+        ("input", "per 1M input (CNY)", "cost per million input tokens at full load"),
+        ("blended_traffic", "per 1M blended at traffic (CNY)", "blended cost per million tokens at your traffic"),
+    ],
+)
+def test_compare_ranks_by_a_kind_of_token_and_says_which(rank_by: str, column: str, words: str) -> None:
+    at = open_page("compare", {**NARROW, "in_tokens": "1500", "out_tokens": "300", "rank_by": rank_by}, TIMEOUT_S)
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    costs = list(table[column][table["SLO"] == "meets"])
+    assert costs == sorted(costs) and all(c > 0 for c in costs)
+    assert any(c.startswith("Rank 1 of") and words in c for c in texts(at.caption))
+    # at the traffic the fleet's idle headroom is paid for: never below one replica at full load
+    assert (table["per 1M blended at traffic (CNY)"] >= table["per 1M blended (CNY)"] * 0.999).all()
 
 
 def test_engine_releases_are_estimated_and_carried_to_the_cost_page() -> None:
@@ -100,7 +118,7 @@ def test_engine_releases_are_estimated_and_carried_to_the_cost_page() -> None:
 def test_compare_link_round_trip() -> None:
     at = open_page("compare", {**NARROW, "traffic": "5000000", "currency": "USD"}, timeout_s=TIMEOUT_S)
     assert _params(at) == {**NARROW, "traffic": "5000000", "currency": "USD"}
-    at.segmented_control(key="compare.rank_by").set_value("fleet").run()
+    at.selectbox(key="compare.rank_by").set_value("fleet").run()
     at.number_input(key="compare.tpot_p50").set_value(40.0).run()
     params = _params(at)
     assert params == {**NARROW, "traffic": "5000000", "currency": "USD", "rank_by": "fleet", "tpot_p50": "40"}
@@ -108,7 +126,7 @@ def test_compare_link_round_trip() -> None:
     assert fleets[:5] == sorted(fleets[:5])
     again = open_page("compare", params, timeout_s=TIMEOUT_S)
     assert again.number_input(key="compare.tpot_p50").value == 40.0
-    assert again.segmented_control(key="compare.rank_by").value == "fleet"
+    assert again.selectbox(key="compare.rank_by").value == "fleet"
     assert metric(again, "Fleet per month") == metric(at, "Fleet per month")
     assert again.dataframe[0].value.iloc[:5].equals(at.dataframe[0].value.iloc[:5])
 

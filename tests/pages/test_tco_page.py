@@ -63,6 +63,18 @@ def test_a_gpu_without_a_price_asks_for_one_and_computes_nothing() -> None:
     assert not at.metric and [w for w in texts(at.warning) if w.startswith("No price for A800 80GB SXM")]
 
 
+def test_cost_by_kind_of_token_at_full_load_and_at_the_traffic() -> None:
+    at = open_page("tco", {**HANDBOOK_LINK, "in_tokens": "500", "traffic": "100000", "peak": "1", "util": "100"})
+    table = next(d.value for d in at.dataframe if "kind" in d.value.columns).set_index("kind")
+    full, traffic = "one replica at full load", "at your traffic (effective)"
+    # 0.0014172 CNY per request: 68% on 500 input tokens, 32% on 200 output tokens (tests/tco/test_tokens.py)
+    assert table.loc["input", full] == "1.93 CNY" and table.loc["output", full] == "2.27 CNY"
+    assert table.loc["cached input", full] == "0 CNY"
+    assert table.loc["blended (this traffic's mix)", full] == "2.02 CNY"
+    # one A800 for 720 h (10,800 CNY) over 3 million requests of 700 tokens: 5.14 CNY per million
+    assert table.loc["blended (this traffic's mix)", traffic] == "5.14 CNY"
+
+
 def test_capacity_per_request_is_labelled_as_capacity_not_latency() -> None:
     at = open_page("tco", HANDBOOK_LINK)
     assert metric(at, "Replica time per request (capacity)") == "0.34 s"

@@ -17,6 +17,12 @@ _RANKED_BY = {
     RankBy.PER_MILLION: N_("cost per million output tokens"),
     RankBy.FLEET: N_("monthly fleet cost"),
     RankBy.PESSIMISTIC: N_("cost per million output tokens at the low end of each throughput band"),
+    RankBy.INPUT: N_("cost per million input tokens at full load"),
+    RankBy.OUTPUT: N_("cost per million output tokens (decode share) at full load"),
+    RankBy.BLENDED: N_("blended cost per million tokens at full load"),
+    RankBy.INPUT_AT_TRAFFIC: N_("cost per million input tokens at your traffic"),
+    RankBy.OUTPUT_AT_TRAFFIC: N_("cost per million output tokens (decode share) at your traffic"),
+    RankBy.BLENDED_AT_TRAFFIC: N_("blended cost per million tokens at your traffic"),
 }
 
 
