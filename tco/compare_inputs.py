@@ -110,6 +110,14 @@ class CompareInputs(BaseModel):
     counts: tuple[int, ...] = Field(default=GPU_COUNTS, alias="counts", min_length=1, title=N_("GPU counts"))
     rank_by: RankBy = Field(default=RankBy.PER_MILLION, alias="rank_by", title=N_("Rank by"))
     latency: LatencyAxis = Field(default=LatencyAxis.TPOT, alias="latency", title=N_("Chart latency"))
+    ceiling: float | None = Field(
+        default=None,
+        alias="ceiling",
+        gt=0,
+        le=1e9,
+        title=N_("Cost ceiling per million output tokens"),
+        description=N_("in the currency: the page answers the best tokens/s per user any option reaches under it"),
+    )
 
     @field_validator("model", mode="before")
     @classmethod
@@ -158,8 +166,8 @@ class CompareInputs(BaseModel):
 
     @property
     def priced_inputs(self) -> "CompareInputs":
-        """The inputs an estimate or a price depends on: the view's ordering and chart axis set to their defaults."""
-        return self.model_copy(update={"rank_by": RankBy.PER_MILLION, "latency": LatencyAxis.TPOT})
+        """The inputs an estimate or a price depends on: the ordering, chart axis and ceiling set to their defaults."""
+        return self.model_copy(update={"rank_by": RankBy.PER_MILLION, "latency": LatencyAxis.TPOT, "ceiling": None})
 
     @property
     def engine_versions(self) -> dict[str, str]:

@@ -18,6 +18,7 @@ from perf.inputs import ENGINE_FAMILIES
 from selector.inputs import AdviceRequest
 from selector.rules import load_rules
 from tco.money import Currency, convert
+from tco.power import parse_power_kw, power_text
 
 CUSTOM_GPU = "custom"
 MAX_SLO_MS = 3_600_000
@@ -260,6 +261,38 @@ class TcoInputs(BaseModel):
     ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", N_("SLO: TTFT p50 target (ms)"))
     ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", N_("SLO: TTFT p99 target (ms)"))
     tpot_p50_ms: float = slo_ms_field(_SLO.tpot_p50_ms, "tpot_p50", N_("SLO: TPOT p50 target (ms)"))
+
+    budget_per_month: float | None = Field(
+        default=None,
+        alias="budget",
+        gt=0,
+        le=1e12,
+        title=N_("Monthly budget (what traffic it serves)"),
+        description="a monthly budget in `currency`: the page answers the traffic it serves",
+    )
+    power: str | None = Field(
+        default=None,
+        alias="power",
+        max_length=40,
+        title=N_("Power budget (kW or MW)"),
+        description="a power budget ('800kW', '2MW'; a bare number is kW): the page answers the GPUs, tokens/s and "
+        "concurrent users it runs",
+    )
+
+    @field_validator("power", mode="before")
+    @classmethod
+    def _power(cls, value: object) -> object:
+        """'2 MW' -> '2MW', '800' -> '800kW'; blank is no power budget."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not value.strip():
+            return None if isinstance(value, str) else value
+        return power_text(parse_power_kw(value))
+
+    @property
+    def power_kw(self) -> float | None:
+        """The power budget in kW, None when not given."""
+        return None if self.power is None else parse_power_kw(self.power)
 
     @field_validator("engine_version", mode="before")
     @classmethod

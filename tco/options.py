@@ -16,6 +16,7 @@ from selector.inputs import MIN_CONTEXT_TOKENS
 from tco.compare_inputs import CompareInputs, LatencyAxis
 from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs, TpsSource, catalog_price
+from tco.inverse import LevelPoint
 from tco.lever_basis import lever_link_params
 from tco.throughput import OperatingPoint, operating_point
 from tco.tokens import TokensByKind, tokens_by_kind
@@ -76,6 +77,7 @@ class RankedOption(BaseModel):
     tco_inputs: TcoInputs
     advice_request: AdviceRequest
     tokens: TokensByKind | None = None  # cost per million tokens by kind (tco/tokens.py)
+    levels: tuple[LevelPoint, ...] = ()  # every estimated concurrency level (for the cost-ceiling question)
 
     @property
     def label(self) -> str:
@@ -300,4 +302,16 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
         tco_inputs=tco_inputs,
         advice_request=advice_request,
         tokens=tokens_by_kind(tco_inputs, cap, fleet),
+        levels=_levels(point),
+    )
+
+
+def _levels(point: OperatingPoint) -> tuple[LevelPoint, ...]:
+    """Every concurrency level of the option's estimate, as the cost-ceiling question reads them."""
+    return tuple(
+        LevelPoint(
+            concurrency=lv.concurrency, output_tok_s=lv.output_tok_s, tpot_p50_ms=lv.tpot_ms.p50, meets_slo=lv.meets_slo
+        )
+        for lv in point.estimate.levels
+        if lv.concurrency is not None and lv.output_tok_s > 0
     )

@@ -18,6 +18,7 @@ from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
 from ui.params import LIST_SEPARATOR
 from ui.state import PageState, plain_widget_value
+from views.compare_parts.ceiling import ceiling_answer
 from views.compare_parts.table import left_out, option_details, ranking_table
 from views.compare_parts.top import headline, latency_and_links
 
@@ -88,6 +89,13 @@ def _inputs_form() -> None:
             "<gpu>{separator}<price per GPU-hour in the currency above>, comma-separated. Other GPUs use their "
             "lowest public price from the catalog; a GPU without one is left out unless priced here."
         ).format(separator=PRICE_SEPARATOR),
+    )
+    st.number_input(
+        _("Cost ceiling per million output tokens"),
+        key=K("ceiling"),
+        step=1.0,
+        format="%.6g",
+        help=_("In the currency above. The page answers the best tokens/s per user any option reaches under it."),
     )
     with st.expander(_("Options to consider"), icon=":material/filter_list:"):
         st.multiselect(_("Engines"), list(ENGINE_FAMILIES), key=K("engines"), format_func=lambda e: get_engine(e).name)
@@ -225,6 +233,7 @@ def _results(inputs: CompareInputs) -> None:
     assert ranking.top is not None
     latency_and_links(ranking.top)
     _view_controls()
+    ceiling_answer(ranking)
     # Lazy tabs: only the open one runs, so the headline is not held back by the chart (docs/performance.md).
     table, chart, detail = st.tabs(
         [_("Ranking"), _("Cost vs latency"), _("Option details")], key=TABS, on_change="rerun"

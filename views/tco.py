@@ -21,6 +21,7 @@ from ui.names import estimate_label
 from ui.params import aliases, validate_params
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
+from views.tco_parts.inverse import inverse_answers, inverse_inputs
 from views.tco_parts.price_gate import fill_link_price, price_missing
 from views.tco_parts.results import capacity_and_fleet, headline, levers_tab
 from views.tco_parts.tokens import tokens_by_kind
@@ -70,6 +71,8 @@ def _inputs_form() -> None:
     _traffic_inputs()
     with st.expander(_("Optimization levers (handbook Q5)"), icon=":material/tune:"):
         _lever_inputs()
+    with st.expander(_("Budget and power (working backwards)"), icon=":material/undo:"):
+        inverse_inputs(K)
 
 
 def _gpu_input() -> None:
@@ -436,6 +439,7 @@ def _results(inputs: TcoInputs) -> None:
                 cost_vs_throughput(result, load_handbook().slo.min_output_tok_s_per_gpu, _), key="tco.fig.curve"
             )
             concept_note("ttft_tpot")
+    inverse_answers(result)
     scenario_panel(PAGE, "/tco", inputs, state.mark_scenario)
 
 

@@ -102,6 +102,19 @@ def test_compare_ranks_by_a_kind_of_token_and_says_which(rank_by: str, column: s
     assert (table["per 1M blended at traffic (CNY)"] >= table["per 1M blended (CNY)"] * 0.999).all()
 
 
+def test_a_cost_ceiling_gives_the_best_tokens_per_user_under_it() -> None:
+    at = open_page("compare", {**NARROW, "ceiling": "50"}, TIMEOUT_S)
+    assert not at.exception and not at.error
+    label = "Best tokens/s per user under 50.00 CNY"
+    best = float(metric(at, label).removesuffix(" tok/s").replace(",", ""))
+    assert best > 0
+    at.number_input(key="compare.ceiling").set_value(0.001).run()  # no option is that cheap at any load
+    assert any(w.startswith("No option reaches the SLO at 0.0010 CNY") for w in texts(at.warning))
+    at.number_input(key="compare.ceiling").set_value(1000.0).run()  # a looser ceiling allows faster streams
+    assert float(metric(at, "Best tokens/s per user under 1,000 CNY").removesuffix(" tok/s").replace(",", "")) >= best
+    assert _params(at)["ceiling"] == "1000"
+
+
 def test_engine_releases_are_estimated_and_carried_to_the_cost_page() -> None:
     at = open_page("compare", {**NARROW, "versions": "vllm:0.33.0"}, timeout_s=TIMEOUT_S)
     assert not at.exception and not at.error

@@ -75,6 +75,28 @@ def test_cost_by_kind_of_token_at_full_load_and_at_the_traffic() -> None:
     assert table.loc["blended (this traffic's mix)", traffic] == "5.14 CNY"
 
 
+def test_working_backwards_from_a_budget_and_a_power_budget() -> None:
+    at = open_page("tco", {**HANDBOOK_LINK, "budget": "100000", "power": "1 MW"})
+    assert not at.exception and not at.warning
+    # 100,000 CNY buys 9 replicas of 10,800: at 70% of 2.94 req/s, peak twice the average (tests/tco/test_inverse.py)
+    assert metric(at, "Replicas it pays for") == "9"
+    assert metric(at, "Traffic the budget serves") == "800,150/day"
+    # 1 MW of 400 W A800s: 2,500 GPUs x 588 tok/s; users at 50 ms TPOT read 20 tok/s each
+    assert metric(at, "GPUs the power runs") == "2,500"
+    assert metric(at, "Output tokens/s (full load)") == "1,470,000"
+    assert metric(at, "Concurrent users") == "73,500"
+    assert _params(at)["power"] == "1MW"
+    at.text_input(key="tco.power").set_value("").run()
+    assert "power" not in _params(at) and not [m for m in at.metric if m.label == "GPUs the power runs"]
+
+
+def test_a_bad_power_budget_is_named() -> None:
+    at = open_page("tco", {**HANDBOOK_LINK, "power": "2 GW"})
+    warnings = texts(at.warning)
+    assert len(warnings) == 1 and "`power`" in warnings[0] and "kW or MW" in warnings[0]
+    assert metric(at, "Cost per request") == "0.0014 CNY"
+
+
 def test_capacity_per_request_is_labelled_as_capacity_not_latency() -> None:
     at = open_page("tco", HANDBOOK_LINK)
     assert metric(at, "Replica time per request (capacity)") == "0.34 s"
