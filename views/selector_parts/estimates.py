@@ -5,10 +5,11 @@ import re
 import streamlit as st
 
 from catalog import CUSTOM_MODEL, find_gpu
+from catalog.quantization import get_quant
 from selector import Advice
 from tco import TcoInputs
 from tco.inputs import TpsSource
-from tco.lever_basis import lever_link_params
+from tco.lever_basis import FULL_PRECISION_BITS, lever_link_params
 from tco.throughput import AdviceEstimate, OperatingPoint
 from ui.lang import _, lang_param
 from ui.names import estimate_label, quant_name
@@ -145,8 +146,11 @@ def price_link(advice: Advice, chosen: AdviceEstimate) -> None:
         values |= (
             {"tps_source": TpsSource.ENTERED}
             if custom
-            else {"tps_source": TpsSource.ESTIMATE, "model": advice.model_id, **lever_link_params()}
+            else {"tps_source": TpsSource.ESTIMATE, "model": advice.model_id}
         )
+        values |= lever_link_params()  # an estimate, even of a custom model: prompt reuse and spot are what-ifs
+        if custom and get_quant(point.estimate.quant).bits_per_weight < FULL_PRECISION_BITS:
+            values["quant"] = False  # /tco cannot see that this typed throughput is already quantized
     params = tco_link_params(TcoInputs.model_validate(values), priced=gpu.has_price)
     st.page_link(
         "views/tco.py", label=_("Price this"), icon=":material/payments:", query_params={**params, **lang_param()}
