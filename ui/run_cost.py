@@ -33,4 +33,8 @@ def run_cost_params(result: RunResult, level: LevelResult) -> tuple[dict[str, st
     if deployment.quant:
         measured["quant_method"] = deployment.quant
     inputs = TcoInputs.model_validate({**measured, **lever_link_params()})
-    return tco_link_params(inputs, priced=priced), gpu is not None
+    params = tco_link_params(inputs, priced=priced)
+    for shape in ("in_tokens", "out_tokens"):  # a length the run did not measure is not written as if it had
+        if shape not in measured:
+            params.pop(shape, None)
+    return params, gpu is not None

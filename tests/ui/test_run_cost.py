@@ -33,6 +33,12 @@ def test_a_run_on_a_gpu_without_a_price_carries_no_price() -> None:
     assert declared and params["gpu"] == "h20-96gb" and "price" not in params
 
 
+def test_a_length_the_run_did_not_measure_is_not_carried() -> None:
+    result = run([level(0, 4, 500.0, True, in_tok=None)], best=4)
+    params, _declared = run_cost_params(result, result.levels[0])
+    assert params["out_tokens"] == "128" and "in_tokens" not in params  # the page's own default, not a stand-in
+
+
 def test_a_run_without_a_declared_gpu_says_so() -> None:
     result = run([level(0, 4, 500.0, True)], best=4)
     params, declared = run_cost_params(result, result.levels[0])
