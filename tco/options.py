@@ -307,11 +307,11 @@ def price_option(inputs: CompareInputs, candidate: Candidate, split: int, point:
 
 
 def _levels(point: OperatingPoint) -> tuple[LevelPoint, ...]:
-    """Every concurrency level of the option's estimate, as the cost-ceiling question reads them."""
+    """The option's estimated loads (one user, and the highest load within the SLO), for the cost-ceiling question."""
+    est = point.estimate
+    estimated = {lv.concurrency: lv for lv in (*est.levels, est.slo_level) if lv is not None and lv.concurrency}
     return tuple(
-        LevelPoint(
-            concurrency=lv.concurrency, output_tok_s=lv.output_tok_s, tpot_p50_ms=lv.tpot_ms.p50, meets_slo=lv.meets_slo
-        )
-        for lv in point.estimate.levels
-        if lv.concurrency is not None and lv.output_tok_s > 0
+        LevelPoint(concurrency=c, output_tok_s=lv.output_tok_s, tpot_p50_ms=lv.tpot_ms.p50, meets_slo=lv.meets_slo)
+        for c, lv in sorted(estimated.items())
+        if lv.output_tok_s > 0
     )

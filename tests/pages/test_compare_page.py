@@ -113,6 +113,11 @@ def test_a_cost_ceiling_gives_the_best_tokens_per_user_under_it() -> None:
     at.number_input(key="compare.ceiling").set_value(1000.0).run()  # a looser ceiling allows faster streams
     assert float(metric(at, "Best tokens/s per user under 1,000 CNY").removesuffix(" tok/s").replace(",", "")) >= best
     assert _params(at)["ceiling"] == "1000"
+    # just above the top option's cost at its SLO operating point: that load itself answers
+    top_cost = float(metric(at, "Per million output tokens").split()[0].replace(",", ""))
+    at.number_input(key="compare.ceiling").set_value(round(top_cost * 1.05, 4)).run()
+    assert not [w for w in texts(at.warning) if w.startswith("No option reaches the SLO")]
+    assert any(" at concurrency " in c and "per million output tokens for one replica" in c for c in texts(at.caption))
 
 
 def test_engine_releases_are_estimated_and_carried_to_the_cost_page() -> None:
