@@ -34,7 +34,7 @@ def run_cost_params(result: RunResult, level: LevelResult) -> tuple[dict[str, st
         measured["quant_method"] = deployment.quant
     inputs = TcoInputs.model_validate({**measured, **lever_link_params()})
     params = tco_link_params(inputs, priced=priced)
-    for shape in ("in_tokens", "out_tokens"):  # a length the run did not measure is not written as if it had
-        if shape not in measured:
+    for shape in ("in_tokens", "out_tokens", "tps"):  # what the run did not measure is not written as if it had
+        if shape not in measured:  # (with `rps` the cost page derives tps from the rate)
             params.pop(shape, None)
     return params, gpu is not None

@@ -33,6 +33,13 @@ def test_a_run_on_a_gpu_without_a_price_carries_no_price() -> None:
     assert declared and params["gpu"] == "h20-96gb" and "price" not in params
 
 
+def test_a_measured_rate_carries_no_derived_throughput() -> None:
+    rated = level(0, 4, 320.0, True).model_copy(update={"request_rate_rps": 2.5})
+    result = run([rated], best=4)
+    params, _declared = run_cost_params(result, rated)
+    assert params["rps"] == f"2.5@{result.run_id}" and "tps" not in params  # the cost page derives it from the rate
+
+
 def test_a_length_the_run_did_not_measure_is_not_carried() -> None:
     result = run([level(0, 4, 500.0, True, in_tok=None)], best=4)
     params, _declared = run_cost_params(result, result.levels[0])
