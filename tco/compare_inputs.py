@@ -21,11 +21,17 @@ MAX_PRICE = 100_000
 
 
 class RankBy(StrEnum):
-    """Which cost orders the ranking: as estimated, the monthly fleet, or the pessimistic end of the band."""
+    """Which cost orders the ranking: as estimated, the monthly fleet, the pessimistic end, or a kind of token."""
 
-    PER_MILLION = "per_million"
+    PER_MILLION = "per_million"  # per million output tokens, all GPU time on them (the handbook's figure)
     FLEET = "fleet"
     PESSIMISTIC = "pessimistic"  # cost per million output tokens if throughput comes in at the band's low end
+    INPUT = "input"  # per million input tokens, their prefill share of GPU time (tco/tokens.py), full load
+    OUTPUT = "output"  # per million output tokens, their decode share, full load
+    BLENDED = "blended"  # per million tokens at the request's own mix, full load
+    INPUT_AT_TRAFFIC = "input_traffic"  # the same three for the fleet your traffic needs, idle headroom paid
+    OUTPUT_AT_TRAFFIC = "output_traffic"
+    BLENDED_AT_TRAFFIC = "blended_traffic"
 
 
 ANY_MARKET = "any"
@@ -89,6 +95,7 @@ class CompareInputs(BaseModel):
     target_utilization_pct: float = shared_field(TcoInputs, "target_utilization_pct")
     in_tokens_per_request: int = shared_field(TcoInputs, "in_tokens_per_request")
     out_tokens_per_request: int = shared_field(TcoInputs, "out_tokens_per_request")
+    prefill_time_pct: float = shared_field(TcoInputs, "prefill_time_pct")
     ttft_p50_ms: float = shared_field(TcoInputs, "ttft_p50_ms")
     ttft_p99_ms: float = shared_field(TcoInputs, "ttft_p99_ms")
     tpot_p50_ms: float = shared_field(TcoInputs, "tpot_p50_ms")
@@ -131,6 +138,14 @@ class CompareInputs(BaseModel):
     counts: tuple[int, ...] = Field(default=GPU_COUNTS, alias="counts", min_length=1, title=N_("GPU counts"))
     rank_by: RankBy = Field(default=RankBy.PER_MILLION, alias="rank_by", title=N_("Rank by"))
     latency: LatencyAxis = Field(default=LatencyAxis.TPOT, alias="latency", title=N_("Chart latency"))
+    ceiling: float | None = Field(
+        default=None,
+        alias="ceiling",
+        gt=0,
+        le=1e9,
+        title=N_("Cost ceiling per million output tokens"),
+        description=N_("in the currency: the page answers the best tokens/s per user any option reaches under it"),
+    )
 
     @field_validator("model", mode="before")
     @classmethod
@@ -217,8 +232,8 @@ class CompareInputs(BaseModel):
 
     @property
     def priced_inputs(self) -> "CompareInputs":
-        """The inputs an estimate or a price depends on: the view's ordering and chart axis set to their defaults."""
-        return self.model_copy(update={"rank_by": RankBy.PER_MILLION, "latency": LatencyAxis.TPOT})
+        """The inputs an estimate or a price depends on: the ordering, chart axis and ceiling set to their defaults."""
+        return self.model_copy(update={"rank_by": RankBy.PER_MILLION, "latency": LatencyAxis.TPOT, "ceiling": None})
 
     @property
     def engine_versions(self) -> dict[str, str]:

@@ -8,6 +8,7 @@ from tco.cost import Capacity, Fleet
 from tco.inputs import TcoInputs
 from tco.levers import LeverChain, lever_chain
 from tco.sensitivity import CurvePoint, SensitivityBar, sensitivity, throughput_curve
+from tco.tokens import TokensByKind, tokens_by_kind
 
 
 class TcoResult(BaseModel):
@@ -22,6 +23,7 @@ class TcoResult(BaseModel):
     sensitivity: list[SensitivityBar]
     curve: list[CurvePoint]
     notes: list[str]
+    tokens: TokensByKind  # cost per million input, cached-input, output and blended tokens
 
 
 def _notes(inputs: TcoInputs, cap: Capacity, fleet: Fleet, tr: Translate) -> list[str]:
@@ -65,4 +67,5 @@ def estimate(inputs: TcoInputs, tr: Translate = identity) -> TcoResult:
         sensitivity=sensitivity(inputs),
         curve=throughput_curve(inputs),
         notes=_notes(inputs, chain.baseline, chain.baseline_fleet, tr),
+        tokens=tokens_by_kind(inputs, chain.baseline, chain.baseline_fleet),
     )

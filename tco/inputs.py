@@ -20,6 +20,7 @@ from selector.inputs import AdviceRequest
 from selector.rules import load_rules
 from tco.money import Currency
 from tco.owning_inputs import OwningInputs
+from tco.power import parse_power_kw, power_text
 from tco.prices import PriceBook, snapshot_book
 
 CUSTOM_GPU = "custom"
@@ -125,14 +126,17 @@ RUN_ID = re.compile(r"^[0-9a-f]{6,32}$")
 def _rps_text(rate: float, run_id: str | None) -> str:
     """`rps` as the link writes it: 12.5 not 12.50, and the run after @."""
     text = f"{rate:.6g}" if not rate.is_integer() else str(int(rate))
+    if float(text).is_integer():  # 999999.5 rounds to 1e+06: written 1000000, which reads back the same
+        text = str(int(float(text)))
     return f"{text}@{run_id}" if run_id else text
 
 
 class TpsSource(StrEnum):
-    """Where the throughput came from: typed (or measured) by a person, or estimated by perf."""
+    """Where the throughput came from: typed by a person, estimated by perf, or measured by a probe run."""
 
     ENTERED = "entered"
     ESTIMATE = "estimate"
+    MEASURED = "measured"  # a probe run's level ("Cost this"); `quant_method` then names the run's quantization
 
 
 _SLO = _HB.slo
@@ -249,7 +253,8 @@ class TcoInputs(OwningInputs):  # owning, energy and API fields: tco/owning_inpu
         default=TpsSource.ENTERED,
         alias="tps_source",
         title=N_("Throughput source"),
-        description="'estimate' when `tps` came from perf's estimate for `model`, `engine` and `quant_method`",
+        description="'estimate' when `tps` came from perf's estimate for `model`, `engine` and `quant_method`; "
+        "'measured' when it came from a probe run (on `quant_method` when the run declared it)",
     )
     measured_rps: str | None = Field(
         default=None,
@@ -266,6 +271,38 @@ class TcoInputs(OwningInputs):  # owning, energy and API fields: tco/owning_inpu
     ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", N_("SLO: TTFT p50 target (ms)"))
     ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", N_("SLO: TTFT p99 target (ms)"))
     tpot_p50_ms: float = slo_ms_field(_SLO.tpot_p50_ms, "tpot_p50", N_("SLO: TPOT p50 target (ms)"))
+
+    budget_per_month: float | None = Field(
+        default=None,
+        alias="budget",
+        gt=0,
+        le=1e12,
+        title=N_("Monthly budget (what traffic it serves)"),
+        description="a monthly budget in `currency`: the page answers the traffic it serves",
+    )
+    power: str | None = Field(
+        default=None,
+        alias="power",
+        max_length=40,
+        title=N_("Power budget (kW or MW)"),
+        description="a power budget ('800kW', '2MW'; a bare number is kW): the page answers the GPUs, tokens/s and "
+        "concurrent users it runs",
+    )
+
+    @field_validator("power", mode="before")
+    @classmethod
+    def _power(cls, value: object) -> object:
+        """'2 MW' -> '2MW', '800' -> '800kW'; blank is no power budget."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not value.strip():
+            return None if isinstance(value, str) else value
+        return power_text(parse_power_kw(value))
+
+    @property
+    def power_kw(self) -> float | None:
+        """The power budget in kW, None when not given."""
+        return None if self.power is None else parse_power_kw(self.power)
 
     @field_validator("engine_version", mode="before")
     @classmethod

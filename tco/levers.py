@@ -6,6 +6,7 @@ from catalog import load_handbook
 from i18n import Translate, identity
 from tco.cost import Capacity, Fleet, capacity_of, fleet_of
 from tco.inputs import TcoInputs
+from tco.lever_basis import WHAT_IF_LEVERS, already_in
 
 
 class LeverStep(BaseModel):
@@ -27,6 +28,8 @@ class LeverStep(BaseModel):
     replicas_after: int
     fleet_cost_per_year_after: float
     saving_per_year: float
+    assumed: bool = False  # a what-if about the traffic or the market (prompt reuse, spot prices)
+    no_gain: bool = False  # already inside the estimate or the run the throughput came from
 
 
 class LeverChain(BaseModel):
@@ -47,6 +50,11 @@ class LeverChain(BaseModel):
     @property
     def saving_per_year(self) -> float:
         return self.baseline_fleet.fleet_cost_per_year - self.optimized_fleet.fleet_cost_per_year
+
+    @property
+    def what_if(self) -> bool:
+        """An enabled lever is an assumption (prompt reuse, spot prices): the optimized figures are a what-if."""
+        return any(s.assumed for s in self.enabled_steps)
 
 
 def expected_tokens_per_step(acceptance: float, speculative_tokens: int) -> float:
@@ -141,8 +149,11 @@ def lever_chain(inputs: TcoInputs, tr: Translate = identity) -> LeverChain:
     tok_s, price = inputs.output_tok_s_per_replica, inputs.price_per_gpu_hour
     cap, fl = base_cap, base_fleet
     steps: list[LeverStep] = []
+    inside = already_in(inputs, tr)
     for key, label, enabled, t_factor, p_factor, effect, source in _lever_specs(inputs, tr):
         before_cap, before_fleet = cap, fl
+        if key in inside:  # the throughput already has it: no gain counted twice
+            t_factor, p_factor, effect = 1.0, 1.0, inside[key]
         if enabled:
             tok_s, price = tok_s * t_factor, price * p_factor
             cap = capacity_of(inputs, output_tok_s=tok_s, price_per_gpu_hour=price)
@@ -163,6 +174,8 @@ def lever_chain(inputs: TcoInputs, tr: Translate = identity) -> LeverChain:
                 replicas_after=fl.replicas,
                 fleet_cost_per_year_after=fl.fleet_cost_per_year,
                 saving_per_year=before_fleet.fleet_cost_per_year - fl.fleet_cost_per_year,
+                assumed=key in WHAT_IF_LEVERS,
+                no_gain=key in inside,
             )
         )
     return LeverChain(baseline=base_cap, baseline_fleet=base_fleet, steps=steps, optimized=cap, optimized_fleet=fl)

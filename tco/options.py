@@ -17,9 +17,12 @@ from selector.inputs import MIN_CONTEXT_TOKENS
 from tco.compare_inputs import ANY_MARKET, CompareInputs, LatencyAxis
 from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs, TpsSource
+from tco.inverse import LevelPoint
+from tco.lever_basis import lever_link_params
 from tco.money import convert
 from tco.prices import KIND_WORDS, MARKET_WORDS, PriceBook, snapshot_book
 from tco.throughput import OperatingPoint, operating_point
+from tco.tokens import TokensByKind, tokens_by_kind
 
 SKIPPED_KINDS = ("cpu", "apple")  # served by CPU or Metal builds, which have no step-time model
 _KIND_WORDS = {"cpu": N_("cpu"), "apple": N_("apple")}  # the skipped kinds, as the pages word them
@@ -80,6 +83,8 @@ class RankedOption(BaseModel):
     meets_slo: bool
     tco_inputs: TcoInputs
     advice_request: AdviceRequest
+    tokens: TokensByKind | None = None  # cost per million tokens by kind (tco/tokens.py)
+    levels: tuple[LevelPoint, ...] = ()  # every estimated concurrency level (for the cost-ceiling question)
 
     @property
     def label(self) -> str:
@@ -256,6 +261,7 @@ def _tco_inputs(
             "tps": point.output_tok_s,
             "out_tokens": inputs.out_tokens_per_request,
             "in_tokens": inputs.in_tokens_per_request,
+            "prefill_share": inputs.prefill_time_pct,
             "traffic": inputs.traffic_requests_per_day,
             "peak": inputs.peak_to_average,
             "util": inputs.target_utilization_pct,
@@ -267,6 +273,7 @@ def _tco_inputs(
             "ttft_p50": inputs.ttft_p50_ms,
             "ttft_p99": inputs.ttft_p99_ms,
             "tpot_p50": inputs.tpot_p50_ms,
+            **lever_link_params(),  # prompt reuse and spot prices are what-ifs the user turns on
         }
     )
 
@@ -332,4 +339,17 @@ def price_option(
         meets_slo=point.meets_slo,
         tco_inputs=tco_inputs,
         advice_request=advice_request,
+        tokens=tokens_by_kind(tco_inputs, cap, fleet),
+        levels=_levels(point),
+    )
+
+
+def _levels(point: OperatingPoint) -> tuple[LevelPoint, ...]:
+    """The option's estimated loads (one user, and the highest load within the SLO), for the cost-ceiling question."""
+    est = point.estimate
+    estimated = {lv.concurrency: lv for lv in (*est.levels, est.slo_level) if lv is not None and lv.concurrency}
+    return tuple(
+        LevelPoint(concurrency=c, output_tok_s=lv.output_tok_s, tpot_p50_ms=lv.tpot_ms.p50, meets_slo=lv.meets_slo)
+        for c, lv in sorted(estimated.items())
+        if lv.output_tok_s > 0
     )

@@ -17,6 +17,7 @@ from tco.compare_inputs import CompareInputs, RankBy
 from tco.dropped import DroppedGpu, dropped_gpus
 from tco.options import RankedOption, advised, candidates, estimated, left_out, price_option
 from tco.prices import SNAPSHOT, PriceBook, snapshot_book
+from tco.token_ranks import TOKEN_RANKS, token_rank_cost
 
 
 class Ranking(BaseModel):
@@ -50,6 +51,8 @@ def sort_key(rank_by: RankBy) -> Callable[[RankedOption], tuple[Any, ...]]:
     The pessimistic order takes each option's cost at the low end of its throughput band: an option that rests on
     datasheets alone (a wide band) no longer wins on a figure nobody measured.
     """
+    if rank_by in TOKEN_RANKS:
+        return lambda o: (not o.meets_slo, token_rank_cost(o.tokens, rank_by), o.fleet_cost_per_month, o.total_gpus)
     if rank_by == RankBy.FLEET:
         return lambda o: (not o.meets_slo, o.fleet_cost_per_month, o.cost_per_million_output_tokens, o.total_gpus)
     if rank_by == RankBy.PESSIMISTIC:

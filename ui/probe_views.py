@@ -23,13 +23,14 @@ from probes.figures import (
     turn_rows,
     turns_figure,
 )
-from probes.form import cost_params, default_cost_level
+from probes.form import default_cost_level
 from probes.models import RunResult, RunStatus
 from probes.wording import note_text
 from ui.concepts import concept_note
-from ui.lang import _
+from ui.lang import _, lang_param
 from ui.power_views import power_section
 from ui.resources import get_engine
+from ui.run_cost import run_cost_params
 from ui.tables import without_gaps
 from ui.text import escape_markdown
 
@@ -200,8 +201,12 @@ def cost_this(result: RunResult, key: str) -> None:
         help=_("By default the highest rate (or concurrency) within SLO."),
     )
     level = levels[chosen]
-    params = cost_params(level, result.run_id)
-    right.page_link("views/tco.py", label=_("Cost this"), icon=":material/payments:", query_params=params)
+    params, declared = run_cost_params(result, level)
+    right.page_link(
+        "views/tco.py", label=_("Cost this"), icon=":material/payments:", query_params={**params, **lang_param()}
+    )
+    if not declared:
+        st.caption(_("The run declared no GPU: the cost calculator starts from the handbook's A800; pick yours there."))
     if result.best_concurrency_within_slo is None and result.best_request_rate_within_slo_rps is None:
         st.caption(_("No level met the SLO; the default is the level with the highest throughput."))
     what = (

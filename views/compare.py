@@ -30,6 +30,7 @@ from ui.params import LIST_SEPARATOR
 from ui.resources import price_book
 from ui.state import PageState, plain_widget_value
 from views.compare_parts.apis import api_line
+from views.compare_parts.ceiling import ceiling_answer
 from views.compare_parts.table import left_out, option_details, ranking_table
 from views.compare_parts.top import headline, latency_and_links
 
@@ -38,9 +39,15 @@ TABS = "_compare.tab"  # the open tab of the results (lazy: the others do not ru
 _RANKING = "_compare.ranking"  # the last ranking: a change of ordering or chart axis reuses it
 SHARED_RANKINGS = 32  # rankings kept across sessions, the least recently used dropped first
 _RANK_LABELS = {
-    RankBy.PER_MILLION.value: N_("Cost per 1M tokens"),
-    RankBy.FLEET.value: N_("Fleet per month"),
-    RankBy.PESSIMISTIC.value: N_("Cost, pessimistic end"),
+    RankBy.PER_MILLION.value: N_("Per 1M output tokens, all GPU time (full load)"),
+    RankBy.FLEET.value: N_("Fleet per month (your traffic)"),
+    RankBy.PESSIMISTIC.value: N_("Per 1M output tokens, pessimistic end of the band"),
+    RankBy.INPUT.value: N_("Per 1M input tokens (full load)"),
+    RankBy.OUTPUT.value: N_("Per 1M output tokens, decode share (full load)"),
+    RankBy.BLENDED.value: N_("Per 1M tokens, blended (full load)"),
+    RankBy.INPUT_AT_TRAFFIC.value: N_("Per 1M input tokens (your traffic)"),
+    RankBy.OUTPUT_AT_TRAFFIC.value: N_("Per 1M output tokens, decode share (your traffic)"),
+    RankBy.BLENDED_AT_TRAFFIC.value: N_("Per 1M tokens, blended (your traffic)"),
 }
 _AXIS_LABELS = {LatencyAxis.TPOT.value: "TPOT p50", LatencyAxis.TTFT.value: "TTFT p50"}
 
@@ -70,6 +77,13 @@ def _inputs_form() -> None:
     left, right = st.columns(2)
     left.number_input(_("Input tokens per request"), key=K("in_tokens"), step=50)
     right.number_input(_("Output tokens per request"), key=K("out_tokens"), step=10)
+    st.number_input(
+        _("Prefill share of GPU time (%)"),
+        key=K("prefill_share"),
+        step=1.0,
+        format="%.4g",
+        help=_("The share of a request's GPU time its input tokens take; it splits the cost by kind of token."),
+    )
     st.subheader("SLO")
     cols = st.columns(3)
     cols[0].number_input("TTFT p50 (ms)", key=K("ttft_p50"), step=50.0, format="%.6g")
@@ -89,6 +103,13 @@ def _inputs_form() -> None:
         ).format(separator=PRICE_SEPARATOR),
     )
     _market_inputs()
+    st.number_input(
+        _("Cost ceiling per million output tokens"),
+        key=K("ceiling"),
+        step=1.0,
+        format="%.6g",
+        help=_("In the currency above. The page answers the best tokens/s per user any option reaches under it."),
+    )
     with st.expander(_("Options to consider"), icon=":material/filter_list:"):
         st.multiselect(_("Engines"), list(ENGINE_FAMILIES), key=K("engines"), format_func=lambda e: get_engine(e).name)
         st.pills(_("GPU counts"), list(GPU_COUNTS), key=K("counts"), selection_mode="multi")
@@ -132,9 +153,17 @@ def _market_inputs() -> None:
 
 
 def _view_controls() -> None:
+    labels = {value: _(label) for value, label in _RANK_LABELS.items()}  # worded now: format_func may run later
     left, right = st.columns(2)
-    left.segmented_control(
-        _("Rank by"), list(_RANK_LABELS), key=K("rank_by"), format_func=lambda v: _(_RANK_LABELS[v]), required=True
+    left.selectbox(
+        _("Rank by"),
+        list(labels),
+        key=K("rank_by"),
+        format_func=labels.__getitem__,
+        help=_(
+            "Full load: one replica busy all the time. Your traffic: the fleet your peak needs, idle headroom "
+            "included. Input and output split each request's GPU time by the prefill share (Model and traffic)."
+        ),
     )
     right.segmented_control(
         _("Chart latency"), list(_AXIS_LABELS), key=K("latency"), format_func=_AXIS_LABELS.__getitem__, required=True
@@ -246,6 +275,7 @@ def _results(inputs: CompareInputs) -> None:
     assert ranking.top is not None
     latency_and_links(ranking.top)
     _view_controls()
+    ceiling_answer(ranking)
     # Lazy tabs: only the open one runs, so the headline is not held back by the chart (docs/performance.md).
     table, chart, detail = st.tabs(
         [_("Ranking"), _("Cost vs latency"), _("Option details")], key=TABS, on_change="rerun"

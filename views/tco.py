@@ -9,6 +9,7 @@ from perf.coefficients import newest_release
 from tco import CUSTOM_GPU, TcoInputs, convert, estimate
 from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
 from tco.inputs import TpsSource, catalog_price
+from tco.lever_basis import WHAT_IF_LEVERS
 from tco.throughput import OperatingPoint, estimate_tps
 from ui.calibration import stored_calibrations
 from ui.concepts import concept_note
@@ -20,9 +21,12 @@ from ui.params import aliases, validate_params
 from ui.resources import price_book
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
+from views.tco_parts.inverse import inverse_answers, inverse_inputs
 from views.tco_parts.owning import owning_inputs, owning_section
+from views.tco_parts.price_gate import fill_link_price, price_missing
 from views.tco_parts.prices import price_record, refresh_button
 from views.tco_parts.results import capacity_and_fleet, headline, levers_tab
+from views.tco_parts.tokens import tokens_by_kind
 
 PAGE = "tco"
 state = PageState(PAGE, TcoInputs, load_base=load_scenario_params(PAGE))
@@ -34,11 +38,10 @@ _APPLIED = "_tco.estimate_applied"  # what the last "Apply the estimate" said: (
 
 
 def _on_gpu_change() -> None:
-    price = catalog_price(
+    """The new GPU's own price, or none (the page asks for one rather than keep the last GPU's)."""
+    st.session_state[K("price")] = catalog_price(
         st.session_state[K("gpu")], st.session_state[K("currency")], st.session_state[K("fx")], book=price_book()
     )
-    if price is not None:
-        st.session_state[K("price")] = price
 
 
 def _on_currency_change() -> None:
@@ -72,6 +75,8 @@ def _inputs_form() -> None:
         _lever_inputs()
     with st.expander(_("Owning, energy and hosted APIs"), icon=":material/factory:"):
         owning_inputs(K)
+    with st.expander(_("Budget and power (working backwards)"), icon=":material/undo:"):
+        inverse_inputs(K)
 
 
 def _gpu_input() -> None:
@@ -150,6 +155,8 @@ def _throughput_source(measured_rps: object) -> None:
         st.button(_("Enter throughput instead"), key="tco.drop_rps", on_click=_drop_rps, icon=":material/edit:")
     elif st.session_state.get(K("tps_source")) == TpsSource.ESTIMATE.value:
         st.caption(":material/query_stats: " + _("Throughput source: **estimate** (band and basis on the page)."))
+    elif st.session_state.get(K("tps_source")) == TpsSource.MEASURED.value:
+        st.caption(":material/speed: " + _("Throughput source: **measured** by a probe run (Cost this)."))
     elif st.session_state.get(K("tps")) == _SEED.output_tok_s and st.session_state.get(K("gpu")) == _SEED.gpu:
         st.caption(
             _(
@@ -218,6 +225,8 @@ def _apply_estimate() -> None:
         return
     st.session_state[K("tps")] = point.output_tok_s
     st.session_state[K("tps_source")] = TpsSource.ESTIMATE.value
+    for lever in WHAT_IF_LEVERS:  # assumptions start off once the throughput is an estimate
+        st.session_state[K(lever)] = False
     st.session_state[_APPLIED] = (
         "success",
         _("Applied {tok_s} tok/s: {point}").format(tok_s=f"{point.output_tok_s:,.6g}", point=_point_text(point)),
@@ -377,12 +386,13 @@ def body() -> None:
         )
     )
     state.load()
+    fill_link_price(K)
     st.session_state.setdefault(_PREV_CURRENCY, st.session_state[K("currency")])
     state.show_notes()
-    inputs, errors = state.read()
-    if inputs is None:
+    inputs, errors = (None, []) if price_missing(K) else state.read()
+    if inputs is None and errors:
         show_errors(_("Check these inputs; the results update once they are valid."), errors)
-    else:
+    elif inputs is not None:
         _results(inputs)
     # The form comes after the headline (the sidebar keeps its place): a shared link's figure is not held back by it.
     if not stopped_at_headline():
@@ -399,6 +409,7 @@ def _results(inputs: TcoInputs) -> None:
     if not after_headline(PAGE):
         return  # the first run ends with the headline; the rest follows once the browser has drawn it
     capacity_and_fleet(result)
+    tokens_by_kind(result)
     for note in result.notes:
         st.info(note, icon="💡")
     owning_section(result)
@@ -420,6 +431,7 @@ def _results(inputs: TcoInputs) -> None:
                 cost_vs_throughput(result, load_handbook().slo.min_output_tok_s_per_gpu, _), key="tco.fig.curve"
             )
             concept_note("ttft_tpot")
+    inverse_answers(result)
     scenario_panel(PAGE, "/tco", inputs, state.mark_scenario)
 
 

@@ -61,6 +61,9 @@ def test_compare_ranks_the_options_with_links_to_the_other_pages() -> None:
     links = _links(at)
     assert links["tco"]["tps"] == f"{top['tok/s per replica']:g}" and links["tco"]["tps_source"] == "estimate"
     assert links["tco"]["gpu"] == links["selector"]["gpu"]
+    # "Price this" carries what it prices, and the assumed levers (prompt reuse, spot prices) start off
+    assert {"gpus", "price", "currency", "in_tokens", "out_tokens"} <= set(links["tco"])
+    assert (links["tco"]["prefix"], links["tco"]["spot"]) == ("false", "false")
     assert "/tco?" + "&".join(f"{k}={v}" for k, v in links["tco"].items()) == top["cost calculator"]
     assert len(at.get("plotly_chart")) == 0  # the chart's tab is lazy: it runs once opened
     assert len(open_tab(at, "_compare.tab", "Cost vs latency").get("plotly_chart")) == 1
@@ -73,12 +76,48 @@ def test_each_option_shows_its_cost_range_and_the_pessimistic_end_can_rank_them(
     for (low, high), cost in zip(ranges, table["per 1M output tokens (CNY)"], strict=True):
         assert low <= cost * 1.001 and cost <= high * 1.001, "the estimate sits inside its own range"
     assert all(", TPOT " in b and ", TTFT " in b for b in table["bands"])
-    at.segmented_control(key="compare.rank_by").set_value("pessimistic").run()
+    at.selectbox(key="compare.rank_by").set_value("pessimistic").run()
     pessimistic = at.dataframe[0].value
     meeting = pessimistic[pessimistic["SLO"] == "meets"]
     dear_ends = [float(r.split("–")[1]) for r in meeting["per 1M range (CNY)"]]
     assert dear_ends == sorted(dear_ends)
     assert _params(at)["rank_by"] == "pessimistic"
+
+
+@pytest.mark.parametrize(
+    ("rank_by", "column", "words"),
+    [
+        ("input", "per 1M input (CNY)", "cost per million input tokens at full load"),
+        ("blended_traffic", "per 1M blended at traffic (CNY)", "blended cost per million tokens at your traffic"),
+    ],
+)
+def test_compare_ranks_by_a_kind_of_token_and_says_which(rank_by: str, column: str, words: str) -> None:
+    at = open_page("compare", {**NARROW, "in_tokens": "1500", "out_tokens": "300", "rank_by": rank_by}, TIMEOUT_S)
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    costs = list(table[column][table["SLO"] == "meets"])
+    assert costs == sorted(costs) and all(c > 0 for c in costs)
+    assert any(c.startswith("Rank 1 of") and words in c for c in texts(at.caption))
+    # at the traffic the fleet's idle headroom is paid for: never below one replica at full load
+    assert (table["per 1M blended at traffic (CNY)"] >= table["per 1M blended (CNY)"] * 0.999).all()
+
+
+def test_a_cost_ceiling_gives_the_best_tokens_per_user_under_it() -> None:
+    at = open_page("compare", {**NARROW, "ceiling": "50"}, TIMEOUT_S)
+    assert not at.exception and not at.error
+    label = "Best tokens/s per user under 50.00 CNY"
+    best = float(metric(at, label).removesuffix(" tok/s").replace(",", ""))
+    assert best > 0
+    at.number_input(key="compare.ceiling").set_value(0.001).run()  # no option is that cheap at any load
+    assert any(w.startswith("No option reaches the SLO at 0.0010 CNY") for w in texts(at.warning))
+    at.number_input(key="compare.ceiling").set_value(1000.0).run()  # a looser ceiling allows faster streams
+    assert float(metric(at, "Best tokens/s per user under 1,000 CNY").removesuffix(" tok/s").replace(",", "")) >= best
+    assert _params(at)["ceiling"] == "1000"
+    # just above the top option's cost at its SLO operating point: that load itself answers
+    top_cost = float(metric(at, "Per million output tokens").split()[0].replace(",", ""))
+    at.number_input(key="compare.ceiling").set_value(round(top_cost * 1.05, 4)).run()
+    assert not [w for w in texts(at.warning) if w.startswith("No option reaches the SLO")]
+    assert any(" at concurrency " in c and "per million output tokens for one replica" in c for c in texts(at.caption))
 
 
 def test_engine_releases_are_estimated_and_carried_to_the_cost_page() -> None:
@@ -97,7 +136,7 @@ def test_engine_releases_are_estimated_and_carried_to_the_cost_page() -> None:
 def test_compare_link_round_trip() -> None:
     at = open_page("compare", {**NARROW, "traffic": "5000000", "currency": "USD"}, timeout_s=TIMEOUT_S)
     assert _params(at) == {**NARROW, "traffic": "5000000", "currency": "USD"}
-    at.segmented_control(key="compare.rank_by").set_value("fleet").run()
+    at.selectbox(key="compare.rank_by").set_value("fleet").run()
     at.number_input(key="compare.tpot_p50").set_value(40.0).run()
     params = _params(at)
     assert params == {**NARROW, "traffic": "5000000", "currency": "USD", "rank_by": "fleet", "tpot_p50": "40"}
@@ -105,7 +144,7 @@ def test_compare_link_round_trip() -> None:
     assert fleets[:5] == sorted(fleets[:5])
     again = open_page("compare", params, timeout_s=TIMEOUT_S)
     assert again.number_input(key="compare.tpot_p50").value == 40.0
-    assert again.segmented_control(key="compare.rank_by").value == "fleet"
+    assert again.selectbox(key="compare.rank_by").value == "fleet"
     assert metric(again, "Fleet per month") == metric(at, "Fleet per month")
     assert again.dataframe[0].value.iloc[:5].equals(at.dataframe[0].value.iloc[:5])
 
@@ -156,6 +195,19 @@ def test_selector_shows_the_estimates_and_price_this_carries_the_throughput() ->
     )
     assert chosen.input_tokens == 1000 and chosen.output_tokens == 200, "the request's lengths, not the context's"
     assert (price["in_tokens"], price.get("out_tokens", "200"), price["traffic"]) == ("1000", "200", "5000000")
+    assert (price["price"], price["currency"], price["gpus"]) == ("1.99", "USD", "2")  # H100's public price, 2 GPUs
+
+
+def test_price_this_on_a_gpu_without_a_price_asks_for_one_on_the_cost_page() -> None:
+    at = open_page("selector", {"gpu": "H800", "model": "qwen2.5-7b"})
+    assert not at.exception
+    link = _links(at)["tco"]
+    assert link["gpu"] == "h800-80gb-sxm" and "price" not in link  # no stand-in price travels
+    cost = open_page("tco", link)
+    assert not cost.exception and not cost.metric  # nothing computed from another GPU's price
+    assert any(w.startswith("No price for H800 80GB SXM") for w in texts(cost.warning))
+    cost.number_input(key="tco.price").set_value(9.0).run()
+    assert metric(cost, "Cost per request").endswith(" CNY")
 
 
 def test_selector_says_no_estimate_for_an_engine_without_a_model() -> None:
@@ -194,6 +246,6 @@ def test_tco_link_marked_estimate_shows_band_and_basis_and_says_when_stale() -> 
     at = open_page("tco", link)
     note = next(i for i in texts(at.info) if i.startswith("Throughput"))
     assert "estimate: band" in note and "apply it again" in note  # 1 tok/s is not what these inputs estimate
-    custom = open_page("tco", {"gpu": "custom", "tps_source": "estimate"})
+    custom = open_page("tco", {"gpu": "custom", "price": "2", "tps_source": "estimate"})  # a custom GPU needs a price
     assert any("marked as an estimate" in w and "catalog GPU" in w for w in texts(custom.warning))
     assert not custom.exception

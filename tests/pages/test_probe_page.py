@@ -188,7 +188,10 @@ def test_a_probe_runs_from_the_page_shows_results_and_is_stored_without_the_key(
     cost = next(p for p in at.get("page_link") if p.proto.label == "Cost this")
     assert cost.proto.page == "tco"
     query = dict(parse_qsl(cost.proto.query_string))
-    assert set(query) == {"tps", "out_tokens", "in_tokens"} and query["out_tokens"] == "8"
+    assert set(query) >= {"tps", "out_tokens", "in_tokens"} and query["out_tokens"] == "8"
+    assert (query["tps_source"], query["prefix"], query["spot"]) == ("measured", "false", "false")
+    assert (query["gpu"], query["price"]) == ("a800-40gb-sxm", "15")  # no GPU declared: the handbook's A800, said so
+    assert any(c.startswith("The run declared no GPU") for c in texts(at.caption))
     engine = _engine(database_url)
     (row,) = list_runs(engine)
     result = get_run(engine, row.id)

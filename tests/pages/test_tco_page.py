@@ -45,6 +45,65 @@ def test_picking_a_gpu_fills_its_price_and_currency_converts() -> None:
     assert metric(at, "Cost per request").endswith(" USD")
 
 
+def test_a_link_naming_a_gpu_uses_its_own_price_never_the_handbook_a800s() -> None:
+    at = open_page("tco", {"gpu": "h100", "currency": "USD"})
+    assert at.number_input(key="tco.price").value == pytest.approx(1.99)  # H100's lowest public price, not 15 CNY
+    assert metric(at, "Cost per request").endswith(" USD")
+    assert _params(at)["price"] == "1.99"
+
+
+def test_a_gpu_without_a_price_asks_for_one_and_computes_nothing() -> None:
+    at = open_page("tco", {"gpu": "h800", "tps": "900"})
+    assert not at.exception and not at.metric
+    assert [w for w in texts(at.warning) if w.startswith("No price for H800 80GB SXM")]
+    at.number_input(key="tco.price").set_value(8.0).run()
+    assert metric(at, "Cost per request") == "0.00049 CNY"  # 8 / (900 / 200 x 3600)
+    assert _params(at)["price"] == "8"
+    at.selectbox(key="tco.gpu").set_value("l20-48gb").run()  # another unpriced GPU: the price goes
+    assert not at.metric and [w for w in texts(at.warning) if w.startswith("No price for L20 48GB")]
+
+
+def test_cost_by_kind_of_token_at_full_load_and_at_the_traffic() -> None:
+    at = open_page("tco", {**HANDBOOK_LINK, "in_tokens": "500", "traffic": "100000", "peak": "1", "util": "100"})
+    table = next(d.value for d in at.dataframe if "kind" in d.value.columns).set_index("kind")
+    full, traffic = "one replica at full load", "at your traffic (effective)"
+    # 0.0014172 CNY per request: 68% on 500 input tokens, 32% on 200 output tokens (tests/tco/test_tokens.py)
+    assert table.loc["input", full] == "1.93 CNY" and table.loc["output", full] == "2.27 CNY"
+    assert table.loc["cached input", full] == "0 CNY"
+    assert table.loc["blended (this traffic's mix)", full] == "2.02 CNY"
+    # one A800 for 720 h (10,800 CNY) over 3 million requests of 700 tokens: 5.14 CNY per million
+    assert table.loc["blended (this traffic's mix)", traffic] == "5.14 CNY"
+
+
+def test_working_backwards_from_a_budget_and_a_power_budget() -> None:
+    at = open_page("tco", {**HANDBOOK_LINK, "budget": "100000", "power": "1 MW"})
+    assert not at.exception and not at.warning
+    # 100,000 CNY buys 9 replicas of 10,800: at 70% of 2.94 req/s, peak twice the average (tests/tco/test_inverse.py)
+    assert metric(at, "Replicas it pays for") == "9"
+    assert metric(at, "Traffic the budget serves") == "800,150/day"
+    # 1 MW of 400 W A800s: 2,500 GPUs x 588 tok/s; users at 50 ms TPOT read 20 tok/s each
+    assert metric(at, "GPUs the power runs") == "2,500"
+    assert metric(at, "Output tokens/s (full load)") == "1,470,000"
+    assert metric(at, "Concurrent users") == "73,500"
+    assert _params(at)["power"] == "1MW"
+    at.text_input(key="tco.power").set_value("").run()
+    assert "power" not in _params(at) and not [m for m in at.metric if m.label == "GPUs the power runs"]
+
+
+def test_a_bad_power_budget_is_named() -> None:
+    at = open_page("tco", {**HANDBOOK_LINK, "power": "2 GW"})
+    warnings = texts(at.warning)
+    assert len(warnings) == 1 and "`power`" in warnings[0] and "kW or MW" in warnings[0]
+    assert metric(at, "Cost per request") == "0.0014 CNY"
+
+
+def test_capacity_per_request_is_labelled_as_capacity_not_latency() -> None:
+    at = open_page("tco", HANDBOOK_LINK)
+    assert metric(at, "Replica time per request (capacity)") == "0.34 s"
+    helps = [str(m.help) for m in at.metric if m.label == "Replica time per request (capacity)"]
+    assert "not the request's latency" in helps[0]
+
+
 @pytest.mark.parametrize(
     ("params", "named"),
     [

@@ -6,12 +6,15 @@ import pandas as pd
 import streamlit as st
 from streamlit.elements.lib.column_types import ColumnConfig
 
+from i18n import N_
 from tco import format_money
 from tco.options import RankedOption, reason_text
 from tco.ranking import Ranking
 from ui.lang import _, language
 from ui.names import basis_words
 from ui.params import to_params
+from ui.tco_links import tco_link_params
+from ui.token_table import token_method, token_table
 from views.compare_parts.top import band_and_basis, links, price_used
 
 _DETAIL = "compare.detail"
@@ -19,7 +22,7 @@ _DETAIL = "compare.detail"
 
 def tco_link(option: RankedOption) -> str:
     """The /tco page with this option filled in (from the cost page's own input model)."""
-    return "/tco?" + urlencode(to_params(option.tco_inputs))
+    return "/tco?" + urlencode(tco_link_params(option.tco_inputs))
 
 
 def selector_link(option: RankedOption) -> str:
@@ -49,6 +52,7 @@ def ranking_table(ranking: Ranking) -> None:
             per_million: o.cost_per_million_output_tokens,
             per_million_range: _range(*o.cost_per_million_range),
             fleet: o.fleet_cost_per_month,
+            **_by_kind(o, cur),
             "SLO": meets if o.meets_slo else misses,
             "concurrency": o.concurrency,
             "TTFT p50 ms": o.ttft_p50_ms,
@@ -107,6 +111,7 @@ def _column_config(cur: str) -> dict[str, ColumnConfig]:
         "datasheet only": st.column_config.CheckboxColumn(
             _("datasheet only"), help=_("no measurement of this engine on this GPU architecture backs the estimate")
         ),
+        **_by_kind_columns(cur),
         "TTFT p50 ms": st.column_config.NumberColumn(format="%.0f"),
         "TTFT p99 ms": st.column_config.TextColumn(help=_("— where the estimate has no p99")),
         "TPOT p50 ms": st.column_config.NumberColumn(format="%.1f"),
@@ -115,6 +120,43 @@ def _column_config(cur: str) -> dict[str, ColumnConfig]:
         "engine advisor": st.column_config.LinkColumn(_("engine advisor"), display_text=_("open /selector")),
     }
     return column_config
+
+
+_KINDS = (  # column key template, its header, which figure: (at the traffic?, TokenCosts field)
+    ("per 1M input ({cur})", N_("per 1M input tokens ({currency})"), False, "input_per_million"),
+    (
+        "per 1M output, decode ({cur})",
+        N_("per 1M output tokens, decode share ({currency})"),
+        False,
+        "output_per_million",
+    ),
+    ("per 1M blended ({cur})", N_("per 1M tokens, blended ({currency})"), False, "blended_per_million"),
+    (
+        "per 1M blended at traffic ({cur})",
+        N_("per 1M tokens, blended, your traffic ({currency})"),
+        True,
+        "blended_per_million",
+    ),
+)
+
+
+def _by_kind(option: RankedOption, cur: str) -> dict[str, float | None]:
+    """The option's cost per million tokens by kind (tco/tokens.py), by the table's column keys."""
+    row: dict[str, float | None] = {}
+    for key, _header, at_traffic, field in _KINDS:
+        costs = None if option.tokens is None else (option.tokens.at_traffic if at_traffic else option.tokens.full_load)
+        row[key.format(cur=cur)] = None if costs is None else getattr(costs, field)
+    return row
+
+
+def _by_kind_columns(cur: str) -> dict[str, ColumnConfig]:
+    help_text = _("Each request's GPU time split by the prefill share; blended at the request's own input/output mix.")
+    return {
+        key.format(cur=cur): st.column_config.NumberColumn(
+            _(header).format(currency=cur), format="%.4g", help=help_text
+        )
+        for key, header, _at, _field in _KINDS
+    }
 
 
 def option_details(ranking: Ranking) -> None:
@@ -136,6 +178,11 @@ def option_details(ranking: Ranking) -> None:
     cols[2].metric(_("Band (estimate)"), f"{option.band_low:.2f}–{option.band_high:.2f}×", border=True)
     cols[3].metric(_("Basis"), option.basis_kind_text(_), border=True)
     band_and_basis(option)
+    if option.tokens is not None:
+        st.markdown("**" + _("Per million tokens, by kind") + "**")
+        token_table(option.tokens, cur.value, "compare.tokens")
+        inputs = option.tco_inputs
+        token_method(option.tokens, inputs.in_tokens_per_request, inputs.out_tokens_per_request)
     links(option)
 
 

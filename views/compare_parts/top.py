@@ -12,11 +12,18 @@ from tco.ranking import Ranking
 from ui.lang import _, language
 from ui.names import basis_words, group_words
 from ui.params import to_params
+from ui.tco_links import tco_link_params
 
 _RANKED_BY = {
     RankBy.PER_MILLION: N_("cost per million output tokens"),
     RankBy.FLEET: N_("monthly fleet cost"),
     RankBy.PESSIMISTIC: N_("cost per million output tokens at the low end of each throughput band"),
+    RankBy.INPUT: N_("cost per million input tokens at full load"),
+    RankBy.OUTPUT: N_("cost per million output tokens (decode share) at full load"),
+    RankBy.BLENDED: N_("blended cost per million tokens at full load"),
+    RankBy.INPUT_AT_TRAFFIC: N_("cost per million input tokens at your traffic"),
+    RankBy.OUTPUT_AT_TRAFFIC: N_("cost per million output tokens (decode share) at your traffic"),
+    RankBy.BLENDED_AT_TRAFFIC: N_("blended cost per million tokens at your traffic"),
 }
 
 
@@ -145,7 +152,7 @@ def links(option: RankedOption) -> None:
         "views/tco.py",
         label=_("Price this in the cost calculator"),
         icon=":material/payments:",
-        query_params=to_params(option.tco_inputs),
+        query_params=tco_link_params(option.tco_inputs),
     )
     right.page_link(
         "views/selector.py",

@@ -5,14 +5,16 @@ import re
 import streamlit as st
 
 from catalog import CUSTOM_MODEL, find_gpu, load_handbook
+from catalog.quantization import get_quant
 from selector import Advice
 from tco import TcoInputs
 from tco.inputs import TpsSource
+from tco.lever_basis import FULL_PRECISION_BITS, lever_link_params
 from tco.throughput import AdviceEstimate, OperatingPoint
 from ui.lang import _, lang_param
 from ui.names import estimate_label, quant_name
-from ui.params import to_params
 from ui.resources import price_book
+from ui.tco_links import tco_link_params
 
 # perf's words when the weights leave no room (perf/estimate.py), read back to word them in the page's language
 _DOES_NOT_FIT = re.compile(r"^gpus: (?P<model>.+) does not fit (?P<gpus>\d+)x (?P<gpu>.+) in (?P<quant>\S+)$")
@@ -148,7 +150,10 @@ def price_link(advice: Advice, chosen: AdviceEstimate) -> None:
             if custom
             else {"tps_source": TpsSource.ESTIMATE, "model": advice.model_id}
         )
-    params = to_params(TcoInputs.model_validate(values))
+        values |= lever_link_params()  # an estimate, even of a custom model: prompt reuse and spot are what-ifs
+        if custom and get_quant(point.estimate.quant).bits_per_weight < FULL_PRECISION_BITS:
+            values["quant"] = False  # /tco cannot see that this typed throughput is already quantized
+    params = tco_link_params(TcoInputs.model_validate(values), priced=tier is not None)
     st.page_link(
         "views/tco.py", label=_("Price this"), icon=":material/payments:", query_params={**params, **lang_param()}
     )

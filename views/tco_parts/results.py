@@ -5,6 +5,7 @@ import streamlit as st
 
 from i18n.numbers import format_large
 from tco import TcoResult, convert, format_money
+from tco.lever_basis import measured_or_estimated
 from tco.money import Currency
 from ui.concepts import concept_note
 from ui.lang import _, language
@@ -40,23 +41,9 @@ def headline(result: TcoResult) -> None:
 
 def capacity_and_fleet(result: TcoResult) -> None:
     """The rest of the figures: one replica's capacity, and the fleet your traffic needs."""
+    _capacity_row(result)
     cur = result.inputs.currency
-    cap, fleet = result.capacity, result.fleet
-    cols = st.columns(4)
-    cols[0].metric(_("Seconds of output per request"), f"{cap.seconds_of_output_per_request:.2f} s", border=True)
-    cols[1].metric(_("Requests/s per replica"), f"{cap.requests_per_s:,.2f}", border=True)
-    cols[2].metric(
-        _("Requests/day per replica"),
-        format_large(cap.requests_per_day, language()),
-        border=True,
-        help=f"{cap.requests_per_day:,.0f}",
-    )
-    cols[3].metric(
-        _("Per replica per year"),
-        _money(cap.cost_per_replica_year, cur),
-        border=True,
-        help=_exact(cap.cost_per_replica_year, cur),
-    )
+    fleet = result.fleet
     st.subheader(_("Your traffic"))
     cols = st.columns(4)
     cols[0].metric(
@@ -96,6 +83,36 @@ def capacity_and_fleet(result: TcoResult) -> None:
     concept_note("utilization")
 
 
+def _capacity_row(result: TcoResult) -> None:
+    """One replica's capacity: time per request (not latency), requests per second and per day, cost per year."""
+    cur = result.inputs.currency
+    cap = result.capacity
+    cols = st.columns(4)
+    cols[0].metric(
+        _("Replica time per request (capacity)"),
+        f"{cap.seconds_of_output_per_request:.2f} s",
+        border=True,
+        help=_(
+            "Output tokens per request / throughput per replica: the share of a replica's output capacity one "
+            "request takes at full load. It is not the request's latency: a request streams for about TPOT × its "
+            "output tokens, side by side with the others in the batch."
+        ),
+    )
+    cols[1].metric(_("Requests/s per replica"), f"{cap.requests_per_s:,.2f}", border=True)
+    cols[2].metric(
+        _("Requests/day per replica"),
+        format_large(cap.requests_per_day, language()),
+        border=True,
+        help=f"{cap.requests_per_day:,.0f}",
+    )
+    cols[3].metric(
+        _("Per replica per year"),
+        _money(cap.cost_per_replica_year, cur),
+        border=True,
+        help=_exact(cap.cost_per_replica_year, cur),
+    )
+
+
 def _other_currency(result: TcoResult) -> None:
     """The headline in the other currency too, at the exchange rate the page uses."""
     inputs, cap = result.inputs, result.capacity
@@ -133,16 +150,18 @@ def levers_tab(result: TcoResult) -> None:
         help=_exact(chain.optimized_fleet.fleet_cost_per_year, cur),
     )
     cols[2].metric(
-        _("Saved per year at your traffic"),
+        _("Saved per year at your traffic (what-if)") if chain.what_if else _("Saved per year at your traffic"),
         _money(chain.saving_per_year, cur, compact=True),
         border=True,
         help=_exact(chain.saving_per_year, cur),
     )
+    _what_if_note(result)
     table = pd.DataFrame(
         [
             {
                 _("lever"): s.label,
                 _("on"): s.enabled,
+                _("what-if"): s.assumed,
                 _("effect"): s.effect,
                 _("cost per request after"): _money(s.cost_per_request_after, cur) if s.enabled else OFF,
                 _("saved per request"): _money(s.saving_per_request, cur) if s.enabled else OFF,
@@ -156,3 +175,21 @@ def levers_tab(result: TcoResult) -> None:
     st.dataframe(table, hide_index=True)
     for key in ("prefix_caching", "speculative_decoding", "spot"):
         concept_note(key)
+
+
+def _what_if_note(result: TcoResult) -> None:
+    """Say which levers are assumptions, and why they start off when the throughput was estimated or measured."""
+    if result.levers.what_if:
+        st.caption(
+            _(
+                "What-if: prompt reuse and spot prices are assumptions about your traffic and your market, not part of "
+                "the throughput; the optimized figures hold only if they come true."
+            )
+        )
+    elif measured_or_estimated(result.inputs):
+        st.caption(
+            _(
+                "The throughput came from an estimate or a probe run, so the what-if levers (prompt reuse, spot "
+                "prices) start off; turn them on under Optimization levers to try them."
+            )
+        )
