@@ -1,6 +1,7 @@
 """The advisor page under AppTest: smoke, URL round trip, bad links, contradictions, and the "Price this" link."""
 
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -61,14 +62,29 @@ def test_price_this_links_to_the_cost_page_with_gpu_count_and_catalog_price() ->
     at = open_page("selector", {"gpu": "H100", "gpus": "2", "model": "llama3.1-70b"})
     link = next(p for p in at.get("page_link") if p.proto.label == "Price this")
     assert link.proto.page == "tco"
-    assert link.proto.query_string.startswith("gpu=h100-80gb-sxm&price=1.99&currency=USD&gpus=2&tps=")
-    assert "&tps_source=estimate&model=llama3.1-70b&" in link.proto.query_string  # the estimate, and what it is for
+    carried = dict(parse_qsl(link.proto.query_string))
+    assert {k: carried[k] for k in ("gpu", "price", "currency", "gpus")} == {
+        "gpu": "h100-80gb-sxm",
+        "price": "1.99",
+        "currency": "USD",
+        "gpus": "2",
+    }
+    assert float(carried["tps"]) > 0  # the estimate, and what it is for
+    assert (carried["tps_source"], carried["model"]) == ("estimate", "llama3.1-70b")
+    assert (carried["prefix"], carried["spot"]) == ("false", "false")  # what-if levers start off on an estimate
 
 
 def test_price_this_without_an_estimate_carries_gpu_count_and_catalog_price() -> None:
     at = open_page("selector", {"gpu": "H100", "gpus": "2", "model": "llama3.1-70b", "engine": "tgi"})
     link = next(p for p in at.get("page_link") if p.proto.label == "Price this")
-    assert link.proto.query_string == "gpu=h100-80gb-sxm&price=1.99&currency=USD&gpus=2"
+    assert dict(parse_qsl(link.proto.query_string)) == {
+        "gpu": "h100-80gb-sxm",
+        "price": "1.99",
+        "currency": "USD",
+        "gpus": "2",
+        "in_tokens": "500",
+        "out_tokens": "200",
+    }  # the request shape travels too
 
 
 @pytest.mark.parametrize(
