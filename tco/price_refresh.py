@@ -11,6 +11,7 @@ from catalog import GpuLookupError, find_gpu, load_handbook
 from catalog.prices import PriceTier
 from db import Engine
 from db.prices import replace_prices, stored_prices
+from tco.owned_tiers import owned_tiers
 from tco.price_sources import Fetch, fetch_url, read_catalogs
 from tco.prices import PriceBook, merged, snapshot_book
 
@@ -117,10 +118,10 @@ def _changes(before: PriceBook, after: PriceBook) -> tuple[PriceChange, ...]:
 
 
 def current_book(engine: Engine) -> PriceBook:
-    """The prices in use: the shipped snapshot with the last refresh over it."""
+    """The prices in use: the shipped snapshot and the owned tiers (defaults), with the last refresh over them."""
     stored = stored_prices(engine)
     stamp = max((t.fetched_at for t in stored), default="snapshot")
-    return merged(snapshot_book().tiers, stored, stamp=stamp)
+    return merged((*snapshot_book().tiers, *owned_tiers()), stored, stamp=stamp)
 
 
 def refresh_prices(

@@ -5,7 +5,10 @@ import pytest
 
 from catalog import load_gpus
 from catalog.prices import PriceTier, market_gpus
+from db import init_db, make_engine
 from tco.compare_inputs import CompareInputs
+from tco.owned_tiers import OWNED_PROVIDER, owned_tiers
+from tco.price_refresh import current_book
 from tco.prices import merged, snapshot_book
 from tco.ranking import Ranking, rank
 from ui.params import validate_params
@@ -93,3 +96,17 @@ def test_the_market_parameters_read_from_a_link() -> None:
     assert not messages
     assert (inputs.price_tier, inputs.market) == ("reserved_1y", "global")
     assert inputs.gpu_names == ("a800-40gb-sxm", "h100-80gb-sxm") and inputs.vendors == ("NVIDIA",)
+
+
+def test_the_owned_tier_ranks_the_gpus_one_can_price_owning_at_their_owning_cost(database_url: str) -> None:
+    engine = make_engine(database_url)
+    init_db(engine)
+    book = current_book(engine)  # the prices every page uses
+    inputs = CompareInputs.model_validate({**NARROW, "currency": "USD", "price_tier": "owned"})
+    ranking = rank(inputs, prices=book)
+    owned = {t.gpu: t.price_per_gpu_hour for t in owned_tiers()}
+    assert ranking.options and {o.gpu_id for o in ranking.options} <= set(owned)
+    assert all(o.price_kind == "owned" and o.price_provider == OWNED_PROVIDER for o in ranking.options)
+    assert all(o.price_per_gpu_hour == pytest.approx(owned[o.gpu_id], abs=1e-3) for o in ranking.options)
+    dropped = {d.gpu_id: d.reason for d in ranking.dropped}
+    assert dropped["h800-80gb-sxm"] == "no owned price on record (give one in prices)"

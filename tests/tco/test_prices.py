@@ -15,6 +15,7 @@ from db import make_engine, stored_prices
 from db.engine import init_db
 from tco import TcoInputs
 from tco.inputs import catalog_price
+from tco.owning import owned_cost, owned_hardware
 from tco.price_refresh import catalog_gpu, current_book, refresh_prices
 from tco.prices import snapshot_book
 from tco.prices_cli import SHOW_KEYS, main
@@ -156,3 +157,20 @@ def test_a_bucket_refresh_with_one_provider_unreachable_stores_nothing(tmp_path:
     assert report.ok and report.fetched_at == "2026-12-05T18:00:00Z"
     assert {t.provider for t in stored_prices(engine)} == {"runpod"}
     assert current_book(engine).stamp == "2026-12-05T18:00:00Z"
+
+
+def test_a_gpu_with_a_sourced_purchase_price_has_an_owned_tier_at_the_cost_pages_owning_figure(
+    database_url: str,
+) -> None:
+    code, out, _ = _run("prices", "show", "--gpu", "H100", "--json")
+    owned = [t for t in json.loads(out) if t["kind"] == "owned"]
+    assert code == 0 and len(owned) == 1 and owned[0]["currency"] == "USD"
+    inputs = TcoInputs.model_validate({"gpu": "h100-80gb-sxm", "currency": "USD"})
+    hardware, missing = owned_hardware(inputs)
+    assert hardware is not None and not missing
+    # what /tco's "Rent or own" shows for the same GPU at its defaults (about 1.59 USD per GPU-hour)
+    expected = owned_cost(hardware, 2.0, inputs.hours_per_month).per_used_gpu_hour
+    assert owned[0]["price_per_gpu_hour"] == pytest.approx(expected, abs=1e-4)
+    assert "owning.csv" in owned[0]["source"] and owned[0]["fetched_at"]
+    code, out, _ = _run("prices", "show", "--gpu", "H800", "--json")
+    assert code == 0 and not [t for t in json.loads(out) if t["kind"] == "owned"]  # no purchase price: no owned tier
