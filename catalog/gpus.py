@@ -66,6 +66,7 @@ class Gpu(BaseModel):
     price_note: str = Field(description="why no price is on record (blank when gpu_prices.csv prices it)")
     spec_source: str
     spec_notes: str
+    checked: str = Field(description="when the row's specifications were last written or checked (YYYY-MM-DD)")
 
     @field_validator(
         "bf16_dense_tflops",

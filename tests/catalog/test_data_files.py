@@ -12,8 +12,6 @@ from tests.support import ROOT
 DATA = ROOT / "catalog" / "data"
 TABLES = sorted(DATA.glob("*.csv"))
 DATE_COLUMNS = ("checked", "source_snapshot", "fetched_at")
-# gpus.csv carries sources only (its prices, each dated by fetched_at, are the rows of gpu_prices.csv).
-UNDATED_ROWS_ALLOWED = {"gpus.csv"}
 
 
 def test_the_catalog_holds_the_tables_every_package_reads() -> None:
@@ -28,11 +26,10 @@ def test_each_row_names_its_source_and_its_date(path: Path) -> None:
     assert rows
     sources = [c for c in rows[0] if c == "source" or c.endswith("_source")]
     dates = [c for c in rows[0] if c in DATE_COLUMNS]
-    assert sources and (dates or path.name in UNDATED_ROWS_ALLOWED), f"{path.name} needs a source and a date column"
+    assert sources and dates, f"{path.name} needs a source and a date column"
     for number, row in enumerate(rows, start=2):
         assert any(row[c].strip() for c in sources), f"{path.name}:{number} names no source"
-        if path.name not in UNDATED_ROWS_ALLOWED:
-            assert all(row[c].strip() for c in dates), f"{path.name}:{number} has no date"
+        assert all(row[c].strip() for c in dates), f"{path.name}:{number} has no date"
 
 
 def test_each_engine_cites_sources_for_what_decisions_say_about_it() -> None:
