@@ -3,6 +3,7 @@
 from catalog import find_gpu, load_handbook
 from catalog.errors import GpuLookupError
 from probes.form import cost_params
+from probes.metrics import level_energy
 from probes.models import LevelResult, RunResult
 from tco import TcoInputs
 from tco.inputs import TpsSource
@@ -15,7 +16,9 @@ def run_cost_params(result: RunResult, level: LevelResult) -> tuple[dict[str, st
     """The /tco parameters for one level of a run, and whether the run declared its GPU.
 
     The GPU carries its lowest public price in its own currency; a GPU without one carries no price (the cost page
-    asks for it). The run's quantization comes along so that the quantization lever counts no gain twice.
+    asks for it). The run's quantization comes along so that the quantization lever counts no gain twice. A run that
+    read a DCGM exporter carries the level's measured power as the GPUs' average draw (`draw`, % of the rated power),
+    so the cost page's energy is the measured one.
     """
     measured: dict[str, object] = {**cost_params(level, result.run_id), "tps_source": TpsSource.MEASURED}
     deployment = result.settings.deployment
@@ -26,6 +29,9 @@ def run_cost_params(result: RunResult, level: LevelResult) -> tuple[dict[str, st
         gpu = None
     if gpu is not None:
         measured["gpu"] = gpu.id
+        draw = measured_draw_pct(result, level, gpu.tdp_w)
+        if draw is not None:
+            measured["draw"] = draw
         tier = price_book().lowest(gpu.id, "on_demand", "USD", load_handbook().fx.cny_per_usd)
         priced = tier is not None
         if tier is not None:
@@ -40,3 +46,11 @@ def run_cost_params(result: RunResult, level: LevelResult) -> tuple[dict[str, st
         if shape not in measured:  # (with `rps` the cost page derives tps from the rate)
             params.pop(shape, None)
     return params, gpu is not None
+
+
+def measured_draw_pct(result: RunResult, level: LevelResult, tdp_w: float | None) -> float | None:
+    """The level's measured mean power per GPU as a % of the GPU's rated power (None: no reading or no rating)."""
+    energy = next((e for lv, e in level_energy(result) if lv.index == level.index), None)
+    if energy is None or energy.mean_power_w is None or not energy.gpus or not tdp_w:
+        return None
+    return round(min(100.0, max(0.1, energy.mean_power_w / energy.gpus / tdp_w * 100)), 1)

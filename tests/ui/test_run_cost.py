@@ -1,10 +1,13 @@
 """Cost this on a probe run carries the deployment the run declared: GPU, GPU count, price and quantization."""
 
+from datetime import timedelta
+
 from probes import RunSettings
 from probes.deployment import Deployment
+from probes.power import PowerSample
 from tco import TcoInputs, lever_chain
 from tco.prices import snapshot_book
-from tests.probes.test_page_models import level, run
+from tests.probes.test_page_models import NOW, level, run
 from ui.params import validate_params
 from ui.run_cost import run_cost_params
 
@@ -65,3 +68,22 @@ def test_a_run_on_an_h20_carries_its_yuan_price_from_a_chinese_cloud() -> None:
         f"{tier.price_per_gpu_hour:g}",
         "CNY",
     )
+
+
+def test_a_run_that_read_gpu_power_carries_its_measured_draw_to_the_cost_page() -> None:
+    start = NOW
+    measured = level(0, 4, 500.0, True).model_copy(
+        update={"started_at": start, "finished_at": start + timedelta(seconds=10)}
+    )
+    result = run([measured], best=4)
+    # two H100s (700 W rated) each reading a steady 350 W over the level: half their rated power
+    power = [PowerSample(at=start + timedelta(seconds=s), gpu=str(g), power_w=350.0) for s in range(11) for g in (0, 1)]
+    deployment = Deployment(gpu="H100", gpu_count=2)
+    settings = RunSettings(base_url="http://h:8000/v1", model="m", deployment=deployment)
+    with_power = result.model_copy(update={"settings": settings, "power": power})
+    params, _ = run_cost_params(with_power, with_power.levels[0])
+    assert params["draw"] == "50"
+    inputs, errors, _rejected = validate_params(TcoInputs, params)
+    assert not errors and inputs.power_draw_pct == 50
+    params, _ = run_cost_params(result.model_copy(update={"settings": settings}), result.levels[0])
+    assert "draw" not in params  # without readings the cost page keeps its own assumption
