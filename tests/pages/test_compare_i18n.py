@@ -90,3 +90,12 @@ def test_compare_in_english_reads_as_before() -> None:
     table = at.dataframe[0].value
     assert set(table["SLO"]) <= {"meets", "misses SLO"} and "per 1M output tokens (CNY)" in table
     assert [t.label for t in at.tabs] == ["Ranking", "Cost vs latency", "Option details"]
+
+
+def test_compare_in_chinese_words_a_reserved_tier_and_its_seller() -> None:
+    params = {"lang": "zh", **NARROW, "price_tier": "reserved_1y", "gpu_names": "H100,MI300X", "currency": "USD"}
+    at = open_page("compare", params, timeout_s=TIMEOUT_S)
+    assert not at.exception and not at.error
+    assert set(at.dataframe[0].value["price tier"]) == {"1 年预留 · Qubrid (未注明地区)"}
+    assert any(r.startswith("- MI300X 192GB: 没有1 年预留价格记录") for r in texts(at.markdown)), texts(at.markdown)
+    assert _leftovers(at) == []

@@ -249,3 +249,19 @@ def test_tco_link_marked_estimate_shows_band_and_basis_and_says_when_stale() -> 
     custom = open_page("tco", {"gpu": "custom", "price": "2", "tps_source": "estimate"})  # a custom GPU needs a price
     assert any("marked as an estimate" in w and "catalog GPU" in w for w in texts(custom.warning))
     assert not custom.exception
+
+
+def test_compare_at_a_reserved_tier_names_the_tier_and_seller_of_each_option_and_drops_the_rest() -> None:
+    params = {**NARROW, "price_tier": "reserved_1y", "gpu_names": "H100,L4,MI300X", "currency": "USD"}
+    at = open_page("compare", params, timeout_s=TIMEOUT_S)
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    tiers = dict(zip(table["GPU"], table["price tier"], strict=True))
+    assert tiers["H100 80GB SXM"] == "1-year reserved · qubrid (region not stated)"
+    assert tiers["L4 24GB"] == "1-year reserved · aws (us-east-1)"
+    dropped = " ".join(texts(at.markdown))
+    assert "- MI300X 192GB: no 1-year reserved price on record (give one in prices)" in dropped
+    at = open_page("compare", {**params, "price_tier": "reserved_3y", "gpu_names": "T4,H100"}, timeout_s=TIMEOUT_S)
+    table = at.dataframe[0].value
+    assert set(table["price tier"]) == {"3-year reserved · aws (cn-northwest-1)"}
+    assert "- H100 80GB SXM: no 3-year reserved price on record (give one in prices)" in " ".join(texts(at.markdown))

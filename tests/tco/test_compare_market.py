@@ -4,7 +4,7 @@ seller named on every option, and every catalog GPU without an option named with
 import pytest
 
 from catalog import load_gpus
-from catalog.prices import PriceTier, market_gpus
+from catalog.prices import PriceKind, PriceTier, market_gpus
 from db import init_db, make_engine
 from tco.compare_inputs import CompareInputs
 from tco.owned_tiers import OWNED_PROVIDER, owned_tiers
@@ -56,14 +56,14 @@ def test_the_spot_tier_ranks_each_gpu_at_its_lowest_spot_price_or_leaves_it_out(
         fetched_at="2026-12-05T18:00:00Z",
     )
     book = merged(snapshot_book().tiers, [spot], stamp="2026-12-05T18:00:00Z")
-    inputs = CompareInputs.model_validate({**NARROW, "currency": "USD", "price_tier": "spot", "gpu_names": "H100,A100"})
+    inputs = CompareInputs.model_validate({**NARROW, "currency": "USD", "price_tier": "spot", "gpu_names": "H100,L40S"})
     ranking = rank(inputs, prices=book)
     assert ranking.options and {o.gpu_id for o in ranking.options} == {"h100-80gb-sxm"}
     assert {(o.price_kind, o.price_provider, o.price_per_gpu_hour) for o in ranking.options} == {
-        ("spot", "runpod", 1.75)
+        ("spot", "runpod", 1.75)  # below the snapshot's CoreWeave spot price (19.71 / 8 GPUs)
     }
     dropped = {d.gpu_id: d.reason for d in ranking.dropped}
-    assert dropped["a100-80gb-sxm"] == "no spot price on record (give one in prices)"
+    assert dropped["l40s-48gb"] == "no spot price on record (give one in prices)"
     assert dropped["l4-24gb"] == "not among the GPUs chosen"
     assert ranking.prices_stamp == "2026-12-05T18:00:00Z"
 
@@ -110,3 +110,62 @@ def test_the_owned_tier_ranks_the_gpus_one_can_price_owning_at_their_owning_cost
     assert all(o.price_per_gpu_hour == pytest.approx(owned[o.gpu_id], abs=1e-3) for o in ranking.options)
     dropped = {d.gpu_id: d.reason for d in ranking.dropped}
     assert dropped["h800-80gb-sxm"] == "no owned price on record (give one in prices)"
+
+
+def test_the_snapshot_alone_ranks_the_main_data_center_gpus_at_a_published_spot_price() -> None:
+    inputs = CompareInputs.model_validate({**NARROW, "currency": "USD", "price_tier": "spot"})
+    ranking = rank(inputs)  # no refresh: the shipped, dated spot tiers
+    sellers = {o.gpu_id: (o.price_provider, o.price_region, o.price_per_gpu_hour) for o in ranking.options}
+    assert sellers["h100-80gb-sxm"] == ("coreweave", "North America", round(19.71 / 8, 4))  # HGX H100, 8 GPUs
+    assert sellers["b200"] == ("coreweave", "North America", round(34.11 / 8, 4))
+    assert {"h200-141gb-sxm", "a100-80gb-sxm", "h100-80gb-pcie"} <= set(sellers)
+    assert all(o.price_kind == "spot" for o in ranking.options)
+
+
+TERM_WORDS = {"reserved_1y": "1-year reserved", "reserved_3y": "3-year reserved"}
+
+
+@pytest.mark.parametrize("tier", ["reserved_1y", "reserved_3y"])
+def test_a_reserved_tier_ranks_each_gpu_at_its_lowest_committed_price_and_names_every_gpu_without_one(
+    tier: PriceKind,
+) -> None:
+    book = snapshot_book()
+    ranking = rank(CompareInputs.model_validate({**NARROW, "currency": "USD", "price_tier": tier}), prices=book)
+    fx = ranking.inputs.cny_per_usd
+    committed = {t.gpu for t in book.tiers if t.kind == tier}
+    assert ranking.options and {o.gpu_id for o in ranking.options} <= committed
+    for option in ranking.options:
+        lowest = book.lowest(option.gpu_id, tier, "USD", fx)
+        assert lowest is not None and not option.price_overridden
+        assert (option.price_kind, option.price_provider, option.price_region) == (
+            tier,
+            lowest.provider,
+            lowest.region,
+        )
+        assert option.price_per_gpu_hour == book.price(option.gpu_id, tier, "USD", fx)
+    dropped = {d.gpu_id: d.reason for d in ranking.dropped}
+    ranked = {o.gpu_id for o in ranking.options}
+    assert ranked | set(dropped) == {g.id for g in load_gpus()} and not ranked & set(dropped)
+    assert dropped["mi300x-192gb"] == f"no {TERM_WORDS[tier]} price on record (give one in prices)"
+    assert dropped["h800-80gb-sxm"] == f"no {TERM_WORDS[tier]} price on record (give one in prices)"
+
+
+def test_a_one_year_ranking_names_the_seller_and_region_of_each_commitment() -> None:
+    ranking = rank(CompareInputs.model_validate({**NARROW, "currency": "USD", "price_tier": "reserved_1y"}))
+    sellers = {o.gpu_id: (o.price_provider, o.price_region, o.price_per_gpu_hour) for o in ranking.options}
+    provider, region, price = sellers["h100-80gb-sxm"]
+    assert (provider, region) == ("qubrid", "region not stated")
+    assert price == pytest.approx(133_414.80 / 8 / 8760, abs=1e-4)  # an 8-GPU server's price per year
+    assert sellers["l4-24gb"] == ("aws", "us-east-1", 0.5239)  # g6.xlarge, 1-year Standard RI, no upfront
+    assert sellers["l40s-48gb"] == ("aws", "us-east-1", 1.1724)  # g6e.xlarge
+
+
+def test_a_three_year_ranking_holds_only_the_gpus_with_a_three_year_price_converted_from_yuan() -> None:
+    ranking = rank(CompareInputs.model_validate({**NARROW, "currency": "USD", "price_tier": "reserved_3y"}))
+    fx = ranking.inputs.cny_per_usd
+    sellers = {o.gpu_id: (o.price_provider, o.price_region, o.price_per_gpu_hour) for o in ranking.options}
+    assert set(sellers) == {"t4-16gb", "a10g-24gb", "a100-40gb-sxm"}
+    assert sellers["t4-16gb"] == ("aws", "cn-northwest-1", round(1.603 / fx, 4))  # g4dn.xlarge in Ningxia
+    assert sellers["a100-40gb-sxm"] == ("aws", "cn-northwest-1", round(73.80361 / 8 / fx, 4))  # p4d.24xlarge
+    dropped = {d.gpu_id: d.reason for d in ranking.dropped}
+    assert dropped["h100-80gb-sxm"] == "no 3-year reserved price on record (give one in prices)"

@@ -3,6 +3,7 @@ catalog (never the network): what changed, exit 0; a failed or partial refresh s
 
 import io
 import json
+import re
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +67,40 @@ def test_a_band_is_kept_as_its_low_and_high_end_and_picking_a_gpu_fills_the_low_
     assert catalog_price("H100", "USD", FX) == 1.99
     assert catalog_price("H100", "CNY", FX) == round(1.99 * FX, 4)
     assert catalog_price("H100", "USD", FX, kind="reserved_3y") is None
+
+
+# "...; on-demand 27.44705/8 = 3.4309 per GPU-hour" or "...; on-demand 0.8048 per GPU-hour": the same instance's rate
+ON_DEMAND_IN_NOTE = re.compile(r"on-demand (?:[\d.,]+/\d+ = )?([\d.]+) per GPU-hour")
+
+
+def test_a_commitment_or_spot_price_is_never_above_the_same_sellers_shorter_term_or_on_demand_price() -> None:
+    tiers = load_price_snapshot()
+    by_key = {t.key: t for t in tiers}
+    three_year = [t for t in tiers if t.kind == "reserved_3y"]
+    for tier in three_year:
+        one_year = by_key.get((tier.gpu, tier.provider, tier.region, "reserved_1y"))
+        assert one_year is not None, f"{tier.key}: a 3-year price comes with the same seller's 1-year price"
+        assert tier.price_per_gpu_hour <= one_year.price_per_gpu_hour, tier.key
+    checked = 0
+    for tier in tiers:
+        if tier.kind not in ("spot", "reserved_1y", "reserved_3y"):
+            continue
+        on_demand = by_key.get((tier.gpu, tier.provider, tier.region, "on_demand"))
+        if on_demand is not None:
+            assert tier.price_per_gpu_hour <= on_demand.price_per_gpu_hour, tier.key
+            checked += 1
+        if match := ON_DEMAND_IN_NOTE.search(tier.note):
+            assert tier.price_per_gpu_hour <= float(match.group(1)), tier.key
+            checked += 1
+    assert len(three_year) >= 5 and checked >= 15  # the check has data to bite on
+
+
+def test_every_committed_tier_says_how_its_per_gpu_hour_figure_was_derived() -> None:
+    committed = [t for t in load_price_snapshot() if t.kind in ("reserved_1y", "reserved_3y")]
+    assert len(committed) >= 8 and len({t.provider for t in committed}) >= 2
+    for tier in committed:
+        assert tier.source.startswith("https://") and re.fullmatch(r"\d{4}-\d{2}-\d{2}", tier.fetched_at), tier.key
+        assert "year" in tier.note and ("per instance-hour" in tier.note or "8,760 h" in tier.note), tier.key
 
 
 def test_market_presets_name_catalog_gpus_with_reasons() -> None:
@@ -174,3 +209,26 @@ def test_a_gpu_with_a_sourced_purchase_price_has_an_owned_tier_at_the_cost_pages
     assert "owning.csv" in owned[0]["source"] and owned[0]["fetched_at"]
     code, out, _ = _run("prices", "show", "--gpu", "H800", "--json")
     assert code == 0 and not [t for t in json.loads(out) if t["kind"] == "owned"]  # no purchase price: no owned tier
+
+
+def test_show_lists_the_committed_and_spot_tiers_with_their_seller_region_source_and_date(database_url: str) -> None:
+    code, out, _ = _run("prices", "show", "--gpu", "H100", "--json")
+    tiers = json.loads(out)
+    assert code == 0 and all(tuple(t) == SHOW_KEYS for t in tiers)
+    one_year = [t for t in tiers if t["kind"] == "reserved_1y"]
+    assert [
+        (t["provider"], t["region"], t["price_per_gpu_hour"], t["currency"], t["fetched_at"]) for t in one_year
+    ] == [("qubrid", "region not stated", 1.90375, "USD", "2026-09-20")]
+    assert one_year[0]["source"].startswith("https://qubrid.com/pricing")
+    spot = [(t["provider"], t["region"], t["price_per_gpu_hour"]) for t in tiers if t["kind"] == "spot"]
+    assert spot == [("coreweave", "North America", 2.46375)]
+    code, out, _ = _run("prices", "show", "--gpu", "T4", "--json")
+    aws_cn = {(t["region"], t["kind"]): t["price_per_gpu_hour"] for t in json.loads(out) if t["currency"] == "CNY"}
+    assert code == 0 and {k: v for k, v in aws_cn.items() if k[1] != "on_demand"} == {
+        ("cn-north-1", "reserved_1y"): 3.056,
+        ("cn-north-1", "reserved_3y"): 2.209,
+        ("cn-northwest-1", "reserved_1y"): 2.338,
+        ("cn-northwest-1", "reserved_3y"): 1.603,
+    }
+    code, out, _ = _run("prices", "show", "--gpu", "L4")
+    assert code == 0 and "reserved_1y" in out and "aws (us-east-1, 2026-01-21)" in out

@@ -30,17 +30,24 @@ def price_record(gpu_id: str, currency: str, cny_per_usd: float) -> None:
     gpu = find_gpu(gpu_id)
     book = price_book()
     tier = book.lowest(gpu.id, "on_demand", currency, cny_per_usd)
-    if tier is None:
+    tiers = book.for_gpu(gpu.id)
+    if not tiers:
         st.caption(
             _("No public hourly price on record for {gpu} ({note}); enter yours.").format(
                 gpu=gpu.name, note=_(gpu.price_note) if gpu.price_note else _("no tier on record")
             )
         )
         return
-    st.caption(
-        _("Lowest on-demand price on record: {tier}. Source: {source}").format(tier=tier_text(tier), source=tier.source)
-    )
-    tiers = book.for_gpu(gpu.id)
+    if tier is None:  # only committed, spot or owned tiers: picking the GPU fills in no price
+        st.caption(
+            _("No on-demand price on record for {gpu}; enter yours (its other tiers are below).").format(gpu=gpu.name)
+        )
+    else:
+        st.caption(
+            _("Lowest on-demand price on record: {tier}. Source: {source}").format(
+                tier=tier_text(tier), source=tier.source
+            )
+        )
     with st.expander(_("All price tiers ({count})").format(count=len(tiers)), icon=":material/sell:"):
         st.dataframe(
             [
