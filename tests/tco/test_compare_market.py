@@ -29,6 +29,12 @@ def test_a_china_market_ranking_holds_china_market_gpus_only_priced_in_yuan_with
     assert a800.price_per_gpu_hour == 5.15 and not a800.price_overridden
 
 
+def test_the_rtx_4090_d_ranks_in_the_china_market_at_its_yuan_price(china: Ranking) -> None:
+    d = [o for o in china.options if o.gpu_id == "rtx-4090d-24gb"]
+    assert d and {(o.price_provider, o.price_per_gpu_hour, o.price_kind) for o in d} == {("算家云", 1.14, "on_demand")}
+    assert all(o.gpu_name == "RTX 4090 D 24GB" for o in d)
+
+
 def test_every_gpu_without_an_option_is_named_with_why(china: Ranking) -> None:
     ranked = {o.gpu_id for o in china.options}
     dropped = {d.gpu_id: d.reason for d in china.dropped}
