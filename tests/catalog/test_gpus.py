@@ -88,6 +88,9 @@ NEW_GPUS = [
     ("RTX 4090D", "rtx-4090d-24gb"),
     ("NVIDIA GeForce RTX 4090 D", "rtx-4090d-24gb"),
     ("4090D", "rtx-4090d-24gb"),
+    ("910B", "ascend-910b-64gb"),
+    ("Huawei Ascend 910B", "ascend-910b-64gb"),
+    ("Ascend 910C", "ascend-910c-128gb"),
 ]
 
 

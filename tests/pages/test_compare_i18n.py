@@ -90,3 +90,12 @@ def test_compare_in_english_reads_as_before() -> None:
     table = at.dataframe[0].value
     assert set(table["SLO"]) <= {"meets", "misses SLO"} and "per 1M output tokens (CNY)" in table
     assert [t.label for t in at.tabs] == ["Ranking", "Cost vs latency", "Option details"]
+
+
+def test_compare_in_chinese_for_the_china_market_names_ascend_as_dropped_with_why() -> None:
+    at = open_page("compare", {"lang": "zh", "market": "cn", **NARROW}, timeout_s=TIMEOUT_S)
+    assert not at.exception and not at.error
+    shown = texts(at.markdown)
+    assert "- Ascend 910B 64GB: NPU（华为昇腾）（没有单步耗时模型）" in shown
+    assert "- Ascend 910C 128GB: NPU（华为昇腾）（没有单步耗时模型）" in shown
+    assert _leftovers(at) == []

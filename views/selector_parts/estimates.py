@@ -35,6 +35,12 @@ def _estimate_short_label(point: OperatingPoint) -> str:
 
 def _missing(est: AdviceEstimate) -> str:
     """Why there is no estimate (tco's `missing`), in the page's language."""
+    if est.unmodelled_gpu:
+        return _(
+            "No estimate on {gpu}: the step-time model was fitted on published NVIDIA and AMD measurements only, "
+            "and none ran on Huawei Ascend NPUs, so the page shows no figure rather than one nothing supports. "
+            "Measure it with /probe against your endpoint."
+        ).format(gpu=est.unmodelled_gpu)
     if est.missing == f"no estimate for {est.engine_name}":
         return _("no estimate for {engine}").format(engine=est.engine_name)
     prefix = f"no estimate for {est.engine_name}: "
