@@ -15,7 +15,7 @@ from i18n import DEFAULT_LANGUAGE, Language
 ENGINES_CSV = Path(__file__).parent / "data" / "engines.csv"
 ENGINE_SOURCES_CSV = Path(__file__).parent / "data" / "engine_sources.csv"
 
-Platform = Literal["nvidia", "amd", "apple", "cpu", "intel"]
+Platform = Literal["nvidia", "amd", "apple", "cpu", "intel", "ascend"]
 # The catalog's worded columns: each has a `<column>_zh` twin in engines.csv, the same fact in Simplified Chinese.
 WordedColumn = Literal[
     "status",
@@ -147,12 +147,15 @@ class ServingEngine(BaseModel):
 
 
 def gpu_platform(gpu: Gpu) -> Platform:
-    """The software platform a GPU needs: nvidia (CUDA), amd (ROCm), apple (Metal) or cpu (a CPU-only host).
+    """The software platform a GPU needs: nvidia, amd, apple, cpu or ascend.
 
-    The kind decides before the vendor: a CPU host built on AMD EPYC is a cpu platform, not ROCm.
+    nvidia is CUDA, amd ROCm, apple Metal, cpu a CPU-only host and ascend a Huawei Ascend NPU on CANN. The kind
+    decides before the vendor: a CPU host built on AMD EPYC is a cpu platform, not ROCm.
     """
     if gpu.kind == "cpu":
         return "cpu"
+    if gpu.vendor.lower() == "huawei":
+        return "ascend"
     if gpu.kind == "apple" or gpu.vendor.lower() == "apple":
         return "apple"
     if gpu.vendor.lower() == "amd":

@@ -14,6 +14,9 @@ Conventions of catalog/data/gpus.csv:
   72 in an NVL72 rack, 1 for PCIe-only cards, SoCs and CPU hosts. Tensor parallelism beyond it crosses PCIe or
   the network.
 - A ``kind = cpu`` row is a whole CPU host (sockets, DRAM and its bandwidth), served by CPU builds only.
+- A ``kind = npu`` row is a neural processing unit outside CUDA and ROCm (Huawei Ascend, ``vendor = Huawei``): it
+  runs only the engines whose ``runs_on`` names its platform (``ascend``), and ``compute_capability`` is ``n/a``.
+  ``HCCS`` is Ascend's chip-to-chip link; ``nvlink_domain`` counts the NPUs it joins.
 - Every row names its sources: ``spec_source`` (memory, bandwidth, rates, TDP), ``interconnect_source`` (link and
   domain, with the convention spelled out). Prices live in ``gpu_prices.csv`` (``catalog/prices.py``);
   ``price_note`` says why a GPU has none there.
@@ -31,10 +34,20 @@ from catalog.tables import blank_as, load_table, split_list, yes_no
 
 GPU_CSV = Path(__file__).parent / "data" / "gpus.csv"
 
-GpuKind = Literal["datacenter", "consumer", "apple", "cpu"]
+GpuKind = Literal["datacenter", "consumer", "apple", "cpu", "npu"]
 Interconnect = Literal[
-    "NVLink 2", "NVLink 3", "NVLink 4", "NVLink 5", "Infinity Fabric", "PCIe Gen3", "PCIe Gen4", "PCIe Gen5", "none"
+    "NVLink 2",
+    "NVLink 3",
+    "NVLink 4",
+    "NVLink 5",
+    "Infinity Fabric",
+    "HCCS",
+    "PCIe Gen3",
+    "PCIe Gen4",
+    "PCIe Gen5",
+    "none",
 ]
+SCALE_UP_LINKS = ("NVLink", "Infinity Fabric", "HCCS")  # links that join more than one GPU into a domain
 
 
 class Gpu(BaseModel):
@@ -61,7 +74,9 @@ class Gpu(BaseModel):
     tdp_w: float | None
     interconnect: Interconnect
     interconnect_gb_s: float | None = Field(description="bidirectional GPU-to-GPU GB/s per GPU; None without a link")
-    nvlink_domain: int = Field(ge=1, description="GPUs in one NVLink / Infinity Fabric domain (1 = PCIe or none)")
+    nvlink_domain: int = Field(
+        ge=1, description="GPUs in one NVLink / Infinity Fabric / HCCS domain (1 = PCIe or none)"
+    )
     interconnect_source: str
     price_note: str = Field(description="why no price is on record (blank when gpu_prices.csv prices it)")
     spec_source: str
@@ -95,8 +110,8 @@ class Gpu(BaseModel):
     def _link_is_consistent(self) -> "Gpu":
         if (self.interconnect == "none") != (self.interconnect_gb_s is None):
             raise ValueError(f"{self.id}: interconnect_gb_s must be blank exactly when interconnect is none")
-        if self.nvlink_domain > 1 and not self.interconnect.startswith(("NVLink", "Infinity Fabric")):
-            raise ValueError(f"{self.id}: a domain of {self.nvlink_domain} GPUs needs NVLink or Infinity Fabric")
+        if self.nvlink_domain > 1 and not self.interconnect.startswith(SCALE_UP_LINKS):
+            raise ValueError(f"{self.id}: a domain of {self.nvlink_domain} GPUs needs NVLink, Infinity Fabric or HCCS")
         return self
 
     @property

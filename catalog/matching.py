@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 
-_NOISE_WORDS = ("nvidia", "amd", "apple", "geforce", "instinct", "tesla")
+_NOISE_WORDS = ("nvidia", "amd", "apple", "geforce", "instinct", "tesla", "huawei")
 
 MIN_PARTIAL_CHARS = 3  # a prefix of a name counts from three characters ('h10'), never one or two
 MIN_PARTIAL_SHARE = 0.5  # ... and only when it is at least half of the name ('int' of 'int8', 'gpt' of 'gptq')

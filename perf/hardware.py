@@ -11,6 +11,7 @@ from catalog import Gpu
 from perf.errors import NoEstimateError
 
 MODEL_TOML = Path(__file__).parent / "data" / "model.toml"
+UNMODELLED_KINDS = ("npu",)  # GPU kinds no published measurement of perf/data/published_points.csv ran on
 
 ComputeDtype = Literal["fp4", "fp8", "int8", "half"]
 
@@ -59,8 +60,21 @@ def compute_dtype(quant: str, gpu: Gpu) -> ComputeDtype:
     return "half"
 
 
+def modelled(gpu: Gpu) -> bool:
+    """Whether the step-time model may speak for this part (never for an NPU such as Huawei Ascend).
+
+    None of the published measurements it was fitted on ran on an NPU's kernels, runtime or engine builds
+    (vllm-ascend, LMDeploy's dlinfer), so an estimate there would rest on nothing.
+    """
+    return gpu.kind not in UNMODELLED_KINDS
+
+
 def rates(gpu: Gpu, quant: str) -> Rates:
-    """The figures a step of `quant` weights sees on `gpu` (raises NoEstimateError without a tensor rate)."""
+    """The figures a step of `quant` weights sees on `gpu` (raises NoEstimateError without a tensor rate or model)."""
+    if not modelled(gpu):
+        raise NoEstimateError(
+            f"gpu: no estimate for {gpu.name}: the step-time model has no measurements on {gpu.vendor} NPUs"
+        )
     half = gpu.half_precision_tflops
     if not half:
         raise NoEstimateError(

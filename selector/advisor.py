@@ -6,7 +6,7 @@ weight format (quant_choice), the serving features (serving), the layout (layout
 
 from dataclasses import dataclass
 
-from catalog.engines import ServingEngine
+from catalog.engines import ServingEngine, gpu_platform
 from catalog.kvcache import eight_bit_kv
 from catalog.quantization import get_quant
 from i18n import DEFAULT_LANGUAGE, Language
@@ -78,6 +78,7 @@ def _launches(ctx: AdviceContext, c: _Choices) -> tuple[LaunchCommand, LaunchCom
         "nodes": result.nodes,
         "gpus_per_node": result.gpus_per_node,
         "gpu_offload": ctx.gpu.kind != "cpu",
+        "platform": gpu_platform(ctx.gpu),
         "context": ctx.context_tokens,
         "max_num_seqs": c.max_num_seqs,
         "batched_tokens": c.batched_tokens,

@@ -11,6 +11,7 @@ from catalog.prices import PriceTier, market_gpus
 from catalog.quantization import get_quant
 from i18n import N_, Translate, identity
 from perf import Band, Basis, Calibration, NoEstimateError, PerfError, Slo, request_from_advice
+from perf.hardware import UNMODELLED_KINDS
 from perf.result import Wording, bands_text
 from selector import AdviceRequest, SelectorError, advise, gate
 from selector.inputs import MIN_CONTEXT_TOKENS
@@ -24,8 +25,9 @@ from tco.prices import KIND_WORDS, MARKET_WORDS, PriceBook, snapshot_book
 from tco.throughput import OperatingPoint, operating_point
 from tco.tokens import TokensByKind, tokens_by_kind
 
-SKIPPED_KINDS = ("cpu", "apple")  # served by CPU or Metal builds, which have no step-time model
-_KIND_WORDS = {"cpu": N_("cpu"), "apple": N_("apple")}  # the skipped kinds, as the pages word them
+# served by CPU, Metal or Ascend (CANN) builds, which have no step-time model
+SKIPPED_KINDS = ("cpu", "apple", *UNMODELLED_KINDS)
+_KIND_WORDS = {"cpu": N_("cpu"), "apple": N_("apple"), "npu": N_("NPU (Huawei Ascend)")}  # as the pages word them
 _REASONS: dict[str, Wording] = {}  # why an option was left out, in English -> its wording for other languages
 
 

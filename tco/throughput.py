@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from catalog import get_engine
+from catalog import find_gpu, get_engine
 from catalog.quantization import AUTO
 from i18n import Translate, identity
 from perf import (
@@ -18,6 +18,7 @@ from perf import (
     estimate,
     request_from_advice,
 )
+from perf.hardware import modelled
 from selector import Advice, advise
 from tco.inputs import CUSTOM_GPU, TcoInputs
 
@@ -144,6 +145,7 @@ class AdviceEstimate(BaseModel):
     at_target: LevelEstimate | None = None
     point: OperatingPoint | None = None
     missing: str = ""  # why there is no estimate ('' when there is one)
+    unmodelled_gpu: str = ""  # the GPU's name when the step-time model cannot speak for it at all (an Ascend NPU)
 
 
 def estimate_advice(
@@ -170,6 +172,10 @@ def estimate_advice(
     )
     if engine not in ENGINE_FAMILIES:
         return base.model_copy(update={"missing": f"no estimate for {base.engine_name}"})
+    gpu = find_gpu(advice.gpu_id)
+    if not modelled(gpu):
+        missing = f"no estimate on {gpu.name}: the step-time model has no measurements on {gpu.vendor} NPUs"
+        return base.model_copy(update={"missing": missing, "unmodelled_gpu": gpu.name})
     try:
         version = "" if runner_up else None  # the asked release names the chosen engine
         point = operating_point(request_from_advice(request, engine, quant, engine_version=version), calibrations)

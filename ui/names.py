@@ -72,3 +72,12 @@ def estimate_label(point: OperatingPoint, tr: Translate) -> str:
         bands=point.estimate.bands_text(tr), group=group_words(point.estimate.band.group, tr)
     )
     return tr("estimate: {band}; basis {basis}").format(band=band, basis=basis_words(point.estimate.basis, tr))
+
+
+def unmodelled_gpu_note(gpu_name: str, tr: Translate) -> str:
+    """Why a part the step-time model cannot speak for (a Huawei Ascend NPU) gets no estimate, and what to do."""
+    return tr(
+        "No estimate on {gpu}: the step-time model was fitted on published NVIDIA and AMD measurements only, "
+        "and none ran on Huawei Ascend NPUs, so the page shows no figure rather than one nothing supports. "
+        "Measure it with /probe against your endpoint."
+    ).format(gpu=gpu_name)

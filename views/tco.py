@@ -6,6 +6,7 @@ from catalog import AUTO, find_gpu, get_engine, load_gpus, load_handbook, load_m
 from catalog.quantization import get_quant
 from perf import ENGINE_FAMILIES, PerfError
 from perf.coefficients import newest_release
+from perf.hardware import modelled
 from tco import CUSTOM_GPU, TcoInputs, convert, estimate
 from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
 from tco.inputs import TpsSource, catalog_price
@@ -16,7 +17,7 @@ from ui.concepts import concept_note
 from ui.errors import guarded, show_errors
 from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
-from ui.names import estimate_label
+from ui.names import estimate_label, unmodelled_gpu_note
 from ui.params import aliases, validate_params
 from ui.resources import price_book
 from ui.scenarios import load_scenario_params, scenario_panel
@@ -247,6 +248,8 @@ def _estimate_inputs() -> None:
     gpus = st.session_state.get(K("gpus"))
     if gpu_id == CUSTOM_GPU:
         st.caption(_("Pick a catalog GPU above to estimate its throughput."))
+    elif gpu_id and not modelled(find_gpu(gpu_id)):
+        st.caption(unmodelled_gpu_note(find_gpu(gpu_id).name, _))
     elif gpu_id:
         st.caption(
             _(

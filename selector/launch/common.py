@@ -5,7 +5,7 @@ import shlex
 
 from pydantic import BaseModel, ConfigDict
 
-from catalog.engines import ServingEngine, load_engines
+from catalog.engines import Platform, ServingEngine, load_engines
 from catalog.models import ModelSpec
 from catalog.quantization import BYTES_PER_GB
 from i18n import DEFAULT_LANGUAGE, Language, translate
@@ -35,6 +35,7 @@ class Plan(BaseModel):
     nodes: int = 1
     gpus_per_node: int = 0  # 0: same as split
     gpu_offload: bool = True  # False on a CPU-only host: no layers to offload to a GPU
+    platform: Platform = "nvidia"  # the GPU's software platform (catalog.engines.gpu_platform): ascend needs its builds
     context: int
     max_num_seqs: int
     batched_tokens: int

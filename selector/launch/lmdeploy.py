@@ -12,6 +12,8 @@ def lmdeploy_backend(plan: Plan) -> tuple[str, list[str]]:
     primary_backend_archs, primary_backend_quant, fallback_backend_quant).
     """
     engine, model, quant = plan.engine, plan.model, plan.quant
+    if plan.platform == "ascend":  # Ascend runs the PyTorch engine only (docs/en/get_started/ascend/get_started.md)
+        return ("pytorch" if "pytorch" in engine.backends else ""), []
     if len(engine.backends) < 2:
         return (engine.backends[0] if engine.backends else ""), []
     primary, fallback = engine.backends[0], engine.backends[1]
@@ -45,7 +47,7 @@ def lmdeploy_command(plan: Plan) -> LaunchCommand:
     prepare = list(src.prepare)
     tp, pp = tp_size(plan), plan.pipeline_parallel
     adp = plan.attention_data_parallel
-    argv = ["lmdeploy", "serve", "api_server", src.path, "--backend", backend]
+    argv = ["lmdeploy", "serve", "api_server", src.path, "--backend", backend, *_device(plan, notes)]
     if src.online:
         argv += ["--model-format", "fp8"]
     if adp:
@@ -90,6 +92,19 @@ def lmdeploy_command(plan: Plan) -> LaunchCommand:
         notes=tuple(notes),
         warnings=tuple(warnings),
     )
+
+
+def _device(plan: Plan, notes: list[str]) -> list[str]:
+    """--device for a platform other than CUDA (Ascend), with its note; nothing on NVIDIA GPUs."""
+    if plan.platform != "ascend":
+        return []
+    notes.append(
+        plan.tr(
+            "On Huawei Ascend LMDeploy runs its PyTorch engine through dlinfer (--device ascend); its Ascend "
+            "images and supported models are listed in LMDeploy's Ascend guide."
+        )
+    )
+    return ["--device", "ascend"]
 
 
 def _server(plan: Plan, argv: list[str]) -> tuple[list[str], list[str], list[tuple[str, ...]], dict[str, str]]:

@@ -50,18 +50,22 @@ def vllm_command(plan: Plan) -> LaunchCommand:
     ]
     argv += _speculative(plan)
     if plan.offload_gb:
-        argv += ["--kv-offloading-backend", "native", "--kv-offloading-size", str(plan.offload_gb)]
-        notes.append(
-            plan.tr(
-                "--kv-offloading-size is GiB for each engine (summed over its {gpus} GPU(s)); every data-parallel "
-                "engine allocates it in full."
-            ).format(gpus=engine_gpus(tp, pp, adp))
-        )
+        flags, note = _offload(plan, plan.offload_gb, gpus=engine_gpus(tp, pp, adp), copies=1 if adp else dp)
+        argv += flags
+        notes.append(note)
     if plan.nodes > 1:
         argv, note = _nodes(plan, argv, dp=dp, per_node=per_node)
         notes.append(note)
     argv += ["--port", str(plan.engine.default_port)]
     notes.append(plan.tr("Prefix caching and chunked prefill are on by default in vLLM V1: no flags needed."))
+    if plan.platform == "ascend":
+        notes.append(
+            plan.tr(
+                "On Huawei Ascend this command runs in the vllm-ascend plugin: install the vllm-ascend release made "
+                "for your vLLM release on its CANN version (or start from its image quay.io/ascend/vllm-ascend of "
+                "that release); the flags are vLLM's."
+            )
+        )
     return LaunchCommand(
         engine_id="vllm",
         argv=tuple(argv),
@@ -71,6 +75,22 @@ def vllm_command(plan: Plan) -> LaunchCommand:
         notes=tuple(notes),
         warnings=tuple(warnings),
     )
+
+
+def _offload(plan: Plan, gib: int, *, gpus: int, copies: int) -> tuple[list[str], str]:
+    """The KV-offload flags and their note: vLLM's native backend, or vllm-ascend's NPU spec on Ascend."""
+    if plan.platform == "ascend":
+        flags = ["--kv-transfer-config", _npu_offload(gib * copies)]
+        return flags, plan.tr(
+            "On Ascend, KV offload goes through vllm-ascend's NPUOffloadingSpec of vLLM's OffloadingConnector "
+            "(--kv-transfer-config): cpu_bytes_to_use is server-wide, {total} GiB of host memory ({gib} GiB for "
+            "each of {copies} model copies), which vLLM divides across its workers."
+        ).format(total=gib * copies, gib=gib, copies=copies)
+    flags = ["--kv-offloading-backend", "native", "--kv-offloading-size", str(gib)]
+    return flags, plan.tr(
+        "--kv-offloading-size is GiB for each engine (summed over its {gpus} GPU(s)); every data-parallel "
+        "engine allocates it in full."
+    ).format(gpus=gpus)
 
 
 def _nodes(plan: Plan, argv: list[str], *, dp: int, per_node: int) -> tuple[list[str], str]:
@@ -100,6 +120,23 @@ def _nodes(plan: Plan, argv: list[str], *, dp: int, per_node: int) -> tuple[list
             "(InfiniBand or RoCE) between nodes."
         ).format(nodes=plan.nodes, others=other_nodes(plan), command=shlex.join([*worker, "--headless"]))
     )
+
+
+def _npu_offload(gib: int) -> str:
+    """vllm-ascend's KV offload to host memory: vLLM's OffloadingConnector with the NPU spec, as one JSON object.
+
+    The shape is vllm-ascend's docs/source/user_guide/feature_guide/kv_cache_cpu_offload.md (online serving).
+    """
+    config = {
+        "kv_connector": "OffloadingConnector",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {
+            "cpu_bytes_to_use": gib * 2**30,
+            "spec_name": "NPUOffloadingSpec",
+            "spec_module_path": "vllm_ascend.distributed.kv_transfer.kv_pool.kv_offload.native.npu",
+        },
+    }
+    return json.dumps(config, separators=(",", ":"))
 
 
 def _speculative(plan: Plan) -> list[str]:

@@ -85,6 +85,12 @@ NEW_GPUS = [
     ("V100", "v100-32gb-sxm"),
     ("cpu", "cpu-2x-epyc-genoa-768gb"),
     ("CPU only", "cpu-2x-epyc-genoa-768gb"),
+    ("RTX 4090D", "rtx-4090d-24gb"),
+    ("NVIDIA GeForce RTX 4090 D", "rtx-4090d-24gb"),
+    ("4090D", "rtx-4090d-24gb"),
+    ("910B", "ascend-910b-64gb"),
+    ("Huawei Ascend 910B", "ascend-910b-64gb"),
+    ("Ascend 910C", "ascend-910c-128gb"),
 ]
 
 
@@ -95,7 +101,15 @@ def test_new_parts_are_found_by_their_common_names(query: str, expected: str) ->
 
 @pytest.mark.parametrize(
     ("query", "expected"),
-    [("B200", "b200"), ("H100", "h100-80gb-sxm"), ("L4", "l4-24gb"), ("H20", "h20-96gb"), ("MI300X", "mi300x-192gb")],
+    [
+        ("B200", "b200"),
+        ("H100", "h100-80gb-sxm"),
+        ("L4", "l4-24gb"),
+        ("H20", "h20-96gb"),
+        ("MI300X", "mi300x-192gb"),
+        ("RTX 4090", "rtx-4090-24gb"),
+        ("4090", "rtx-4090-24gb"),
+    ],
 )
 def test_the_older_names_still_reach_the_same_rows(query: str, expected: str) -> None:
     """Shared links carry GPU ids; the new rows must not steal a name that already meant another part."""

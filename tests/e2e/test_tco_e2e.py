@@ -33,7 +33,8 @@ def test_readme_screenshot_of_the_cost_page(page: Page, app_url: str) -> None:
     """The README's screenshot comes from here (written to docs/ with UPDATE_SCREENSHOTS=1, `make screenshots`)."""
     page.goto(app_url + HANDBOOK_LINK + "&traffic=1000000")
     expect(metric(page, "Optimized cost per request")).to_have_text("0.00017 CNY")
-    expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()  # the levers table (charts: lazy tabs)
+    levers = page.locator('[data-testid="stDataFrame"]:visible').first  # the levers table (charts: lazy tabs)
+    expect(levers).to_be_visible()
     wait_idle(page)
     scroll_to_top(page)
     keep_screenshot(page, "tco.png")

@@ -99,3 +99,12 @@ def test_compare_in_chinese_words_a_reserved_tier_and_its_seller() -> None:
     assert set(at.dataframe[0].value["price tier"]) == {"1 年预留 · Qubrid (未注明地区)"}
     assert any(r.startswith("- MI300X 192GB: 没有1 年预留价格记录") for r in texts(at.markdown)), texts(at.markdown)
     assert _leftovers(at) == []
+
+
+def test_compare_in_chinese_for_the_china_market_names_ascend_as_dropped_with_why() -> None:
+    at = open_page("compare", {"lang": "zh", "market": "cn", **NARROW}, timeout_s=TIMEOUT_S)
+    assert not at.exception and not at.error
+    shown = texts(at.markdown)
+    assert "- Ascend 910B 64GB: NPU（华为昇腾）（没有单步耗时模型）" in shown
+    assert "- Ascend 910C 128GB: NPU（华为昇腾）（没有单步耗时模型）" in shown
+    assert _leftovers(at) == []

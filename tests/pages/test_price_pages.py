@@ -43,6 +43,21 @@ def test_a_gpu_without_a_price_asks_for_one_and_says_why() -> None:
     assert any("No public hourly price on record for H800 80GB SXM" in c for c in texts(at.caption))
 
 
+def test_the_rtx_4090_d_fills_its_yuan_price_from_its_chinese_seller() -> None:
+    at = open_page("tco")
+    at.selectbox(key="tco.gpu").set_value("rtx-4090d-24gb").run()
+    assert at.number_input(key="tco.price").value == pytest.approx(1.14)
+    assert "1.14 CNY/GPU-hour, on-demand, 算家云 (mainland China)" in " ".join(texts(at.caption))
+
+
+def test_an_ascend_npu_asks_for_a_price_and_says_why_in_chinese() -> None:
+    at = open_page("tco", {"gpu": "910B", "lang": "zh"})
+    assert not at.exception
+    assert any("国内云厂商的昇腾服务器按询价出租" in c for c in texts(at.caption))
+    assert any("Ascend 910B 64GB 上没有估算" in c for c in texts(at.caption))  # no throughput figure offered
+    assert english_leftovers(at) == []
+
+
 def test_refresh_prices_stores_the_catalog_and_a_failed_one_keeps_it(
     monkeypatch: pytest.MonkeyPatch, database_url: str
 ) -> None:
@@ -72,6 +87,7 @@ def test_compare_in_one_market_names_each_dropped_gpu_and_the_tier_each_option_u
         "H20 96GB",
         "RTX 3090 24GB",
         "RTX 4090 24GB",
+        "RTX 4090 D 24GB",
         "T4 16GB",
     }
     a800 = table[table["GPU"] == "A800 80GB SXM"].iloc[0]
@@ -79,6 +95,7 @@ def test_compare_in_one_market_names_each_dropped_gpu_and_the_tier_each_option_u
     dropped = " ".join(texts(at.markdown))
     assert "- H800 80GB SXM: no on-demand price on record (give one in prices)" in dropped
     assert "- B300 (HGX): not in the market chosen (available in mainland China)" in dropped
+    assert "- Ascend 910B 64GB: GPU types of kind NPU (Huawei Ascend) (no step-time model)" in dropped
 
 
 def test_compare_in_chinese_words_the_market_and_the_dropped_gpus() -> None:

@@ -175,6 +175,8 @@ LINKS = [
     {"engine": "exlama"},
     {"model": "custom", "gpu": "h200", "gpus": "8"},
     {"gpu": "h100", "gpus": "8", "model": "qwen2.5-7b"},
+    {"gpu": "910B", "engine": "sglang"},
+    {"gpu": "910B", "model": "qwen2.5-7b", "concurrency": "200"},
 ]
 
 

@@ -32,6 +32,9 @@ SCENARIOS = [
     {"gpu": "MI300X", "model": "qwen2.5-72b", "priority": "throughput"},
     {"gpu": "B200", "quant": "nvfp4"},
     {"gpu": "H100", "gpus": "8", "model": "qwen2.5-7b", "workload": "batch", "concurrency": "512"},
+    {"gpu": "910B", "gpus": "4", "model": "qwen2.5-72b", "priority": "throughput"},
+    {"gpu": "910B", "model": "qwen2.5-7b", "concurrency": "200"},  # KV offload through vllm-ascend
+    {"gpu": "910C", "gpus": "8", "model": "qwen2.5-72b", "workload": "rag", "ecosystem": "chinese"},
 ]
 LAUNCHABLE = [e.id for e in load_engines() if e.launchable]
 

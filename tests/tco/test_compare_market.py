@@ -6,6 +6,7 @@ import pytest
 from catalog import load_gpus
 from catalog.prices import PriceKind, PriceTier, market_gpus
 from db import init_db, make_engine
+from i18n import translate
 from tco.compare_inputs import CompareInputs
 from tco.owned_tiers import OWNED_PROVIDER, owned_tiers
 from tco.price_refresh import current_book
@@ -29,6 +30,12 @@ def test_a_china_market_ranking_holds_china_market_gpus_only_priced_in_yuan_with
     assert a800.price_per_gpu_hour == 5.15 and not a800.price_overridden
 
 
+def test_the_rtx_4090_d_ranks_in_the_china_market_at_its_yuan_price(china: Ranking) -> None:
+    d = [o for o in china.options if o.gpu_id == "rtx-4090d-24gb"]
+    assert d and {(o.price_provider, o.price_per_gpu_hour, o.price_kind) for o in d} == {("算家云", 1.14, "on_demand")}
+    assert all(o.gpu_name == "RTX 4090 D 24GB" for o in d)
+
+
 def test_every_gpu_without_an_option_is_named_with_why(china: Ranking) -> None:
     ranked = {o.gpu_id for o in china.options}
     dropped = {d.gpu_id: d.reason for d in china.dropped}
@@ -36,12 +43,23 @@ def test_every_gpu_without_an_option_is_named_with_why(china: Ranking) -> None:
     assert dropped["b300"] == "not in the market chosen (available in mainland China)"
     assert dropped["h800-80gb-sxm"] == "no on-demand price on record (give one in prices)"
     assert dropped["apple-m4-max"].startswith("GPU types of kind apple")
+    npu = "GPU types of kind NPU (Huawei Ascend) (no step-time model)"
+    assert dropped["ascend-910b-64gb"] == dropped["ascend-910c-128gb"] == npu
+    worded = {d.gpu_id: d.reason_worded(lambda text: translate("zh", text)) for d in china.dropped}
+    assert worded["ascend-910b-64gb"] == "NPU（华为昇腾）（没有单步耗时模型）"
 
 
 def test_a_price_override_brings_an_unpriced_china_gpu_in_as_your_price() -> None:
     ranking = rank(CompareInputs.model_validate({**NARROW, "market": "cn", "prices": "H800:20"}))
     h800 = [o for o in ranking.options if o.gpu_id == "h800-80gb-sxm"]
     assert h800 and all(o.price_overridden and o.price_kind == "" for o in h800)
+
+
+def test_a_typed_price_for_an_ascend_npu_still_invents_no_estimate() -> None:
+    ranking = rank(CompareInputs.model_validate({**NARROW, "market": "cn", "prices": "910B:20"}))
+    assert not [o for o in ranking.options if o.gpu_id.startswith("ascend")]
+    dropped = {d.gpu_id: d.reason for d in ranking.dropped}
+    assert dropped["ascend-910b-64gb"].endswith("(no step-time model)")
 
 
 def test_the_spot_tier_ranks_each_gpu_at_its_lowest_spot_price_or_leaves_it_out() -> None:

@@ -12,7 +12,7 @@ from tco.inputs import TpsSource
 from tco.lever_basis import FULL_PRECISION_BITS, lever_link_params
 from tco.throughput import AdviceEstimate, OperatingPoint
 from ui.lang import _, lang_param
-from ui.names import estimate_label, quant_name
+from ui.names import estimate_label, quant_name, unmodelled_gpu_note
 from ui.resources import price_book
 from ui.tco_links import tco_link_params
 
@@ -35,6 +35,8 @@ def _estimate_short_label(point: OperatingPoint) -> str:
 
 def _missing(est: AdviceEstimate) -> str:
     """Why there is no estimate (tco's `missing`), in the page's language."""
+    if est.unmodelled_gpu:
+        return unmodelled_gpu_note(est.unmodelled_gpu, _)
     if est.missing == f"no estimate for {est.engine_name}":
         return _("no estimate for {engine}").format(engine=est.engine_name)
     prefix = f"no estimate for {est.engine_name}: "

@@ -1,0 +1,122 @@
+"""Huawei Ascend NPUs: their own platform, only the engines that run there (vLLM through vllm-ascend, LMDeploy's
+PyTorch engine with --device ascend), BF16 only, commands their releases accept, and no invented estimate."""
+
+import json
+import shlex
+
+import pytest
+
+from catalog import find_gpu, load_engines
+from catalog.engines import gpu_platform
+from catalog.quantization import load_quant_methods
+from perf import NoEstimateError, estimate, request_from_advice
+from perf.cli import main as perf_main
+from selector import AdviceRequest, advise, gate
+from tco.throughput import estimate_advice
+from tests.pages.apptest import english_leftovers, metric, open_page, open_tab, texts
+from tests.selector.flag_specs import SPECS
+
+NPUS = ["ascend-910b-64gb", "ascend-910c-128gb"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_db(database_url: str) -> None:
+    from ui.resources import get_engine
+
+    get_engine.clear()
+
+
+def _parses(command_line: str, engine: str) -> None:
+    prefix, parser = SPECS[engine]
+    words = shlex.split(command_line)
+    assert words[: len(prefix)] == prefix
+    parser().parse_args(words[len(prefix) :])  # raises on a flag the release does not accept
+
+
+@pytest.mark.parametrize("gpu_id", NPUS)
+def test_an_ascend_npu_is_its_own_platform_and_runs_only_vllm_and_lmdeploy(gpu_id: str) -> None:
+    npu = find_gpu(gpu_id)
+    assert (npu.vendor, npu.kind, gpu_platform(npu)) == ("Huawei", "npu", "ascend")
+    assert {e.id for e in load_engines() if e.runs_on_gpu(npu)} == {"vllm", "lmdeploy"}
+    assert {m.id for m in load_quant_methods() if gate(m.id, npu).allowed} == {"bf16"}
+    assert gate("awq", npu).rule_id == "gate.no_kernels"
+
+
+def test_the_910b_is_found_by_the_names_people_use() -> None:
+    assert {find_gpu(name).id for name in ("910B", "Ascend 910B", "昇腾910B", "ascend-910b")} == {"ascend-910b-64gb"}
+    assert find_gpu("910C").id == "ascend-910c-128gb"
+
+
+def test_the_advice_on_a_910b_is_vllm_ascend_with_lmdeploy_as_runner_up() -> None:
+    advice = advise(AdviceRequest.model_validate({"gpu": "910B", "model": "qwen2.5-7b"}))
+    assert (advice.engine, advice.runner_up, advice.quantization, advice.kv_cache_dtype) == (
+        "vllm",
+        "lmdeploy",
+        "bf16",
+        "auto",
+    )
+    engine = next(d for d in advice.reasons if d.topic == "engine")
+    assert engine.rule_id == "engine.ascend" and "vllm-ascend" in engine.source
+    assert advice.launch.argv[:2] == ("vllm", "serve")
+    assert any("vllm-ascend" in note for note in advice.launch.notes)
+    assert advice.runner_up_launch is not None
+    runner = advice.runner_up_launch.command_line
+    assert "--backend pytorch --device ascend" in runner and "--quant-policy" not in runner
+    _parses(advice.launch.command_line, "vllm")
+    _parses(runner, "lmdeploy")
+
+
+def test_lmdeploy_pinned_on_ascend_runs_its_pytorch_engine_and_sglang_pinned_falls_back_with_a_warning() -> None:
+    pinned = advise(
+        AdviceRequest.model_validate({"gpu": "910B", "gpus": "4", "model": "qwen2.5-72b", "engine": "lmdeploy"})
+    )
+    assert pinned.engine == "lmdeploy"
+    assert "--backend pytorch --device ascend --tp 4" in pinned.launch.command_line
+    refused = advise(AdviceRequest.model_validate({"gpu": "910B", "engine": "sglang"}))
+    assert refused.engine == "vllm"
+    assert any("SGLang does not run on Ascend 910B 64GB" in w for w in refused.warnings)
+
+
+def test_kv_offload_on_ascend_uses_vllm_ascends_npu_offloading_spec() -> None:
+    advice = advise(AdviceRequest.model_validate({"gpu": "910B", "model": "qwen2.5-7b", "concurrency": "200"}))
+    argv = list(advice.launch.argv)
+    assert "--kv-offloading-backend" not in argv
+    config = json.loads(argv[argv.index("--kv-transfer-config") + 1])
+    extra = config["kv_connector_extra_config"]
+    assert (config["kv_connector"], extra["spec_name"]) == ("OffloadingConnector", "NPUOffloadingSpec")
+    assert extra["cpu_bytes_to_use"] > 0
+    _parses(advice.launch.command_line, "vllm")
+
+
+def test_the_advice_in_chinese_explains_the_ascend_choice_in_chinese() -> None:
+    advice = advise(AdviceRequest.model_validate({"gpu": "910B"}), "zh")
+    engine = next(d for d in advice.reasons if d.topic == "engine")
+    assert "手册没有针对华为昇腾 NPU 的规则行" in engine.reason
+    assert any("vllm-ascend 插件" in note for note in advice.launch.notes)
+
+
+def test_perf_gives_no_estimate_on_an_npu_and_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    advice = advise(AdviceRequest.model_validate({"gpu": "910B"}))
+    with pytest.raises(NoEstimateError, match="no measurements on Huawei NPUs"):
+        estimate(request_from_advice(advice.request, "vllm", "bf16"))
+    missing = estimate_advice(advice)
+    assert missing.point is None and missing.unmodelled_gpu == "Ascend 910B 64GB"
+    assert perf_main(["--gpu", "910B", "--engine", "vllm", "--model", "qwen2.5-7b"]) == 2
+    assert "no measurements on Huawei NPUs" in capsys.readouterr().err
+
+
+def test_the_selector_page_on_a_910b_proposes_vllm_with_a_command_and_no_estimated_figure() -> None:
+    at = open_page("selector", {"gpu": "910B"})
+    assert not at.exception and not at.error
+    assert metric(at, "Engine") == "vLLM"
+    assert not any("(estimate)" in m.label for m in at.metric), "no figure where the model has no data"
+    assert any("No estimate on Ascend 910B 64GB" in c for c in texts(at.caption))
+    at = open_tab(at, "_selector.tab", "Launch command")
+    assert any("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ" not in c.value and "vllm serve" in c.value for c in at.code)
+
+
+def test_the_selector_page_on_a_910c_reads_in_chinese() -> None:
+    at = open_page("selector", {"lang": "zh", "gpu": "910C", "gpus": "8", "model": "qwen2.5-72b"})
+    assert not at.exception and not at.error
+    assert english_leftovers(at) == []
+    assert any("Ascend 910C 128GB 上没有估算" in c for c in texts(at.caption))
