@@ -4,7 +4,6 @@ and a probe run that scrapes the test server's /metrics and reports joules per o
 import asyncio
 import io
 import json
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from probes.options import ProbeOptions
 from probes.power import PowerSample, energy_amount, measured_energy, parse_dcgm, three_digits
 from probes.sink import MemorySink
 from settings import Settings
+from tests.support import wait_until
 
 SAMPLE = Path(__file__).parent / "data" / "dcgm_exporter_sample.txt"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -190,10 +190,8 @@ def test_a_cancelled_run_keeps_its_power_readings() -> None:
         )
         sink = MemorySink()
         probe = ProbeRun(settings, sink=sink).start()
-        deadline = time.monotonic() + 30
-        while len({s.at for s in sink.power_samples}) < 3 or not sink.sample_list:  # reads and a finished request
-            assert time.monotonic() < deadline, "no power read or no request finished"
-            time.sleep(0.05)
+        # three reads and a finished request, then cancel
+        wait_until(lambda: len({s.at for s in sink.power_samples}) >= 3 and bool(sink.sample_list), timeout_s=30)
         probe.cancel()
         assert probe.wait(30)
     result = probe.result()
