@@ -9,9 +9,10 @@ from typing import Literal
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, ConfigDict, Field
 
+from catalog.units import J_PER_KWH
+
 POWER_METRIC = "DCGM_FI_DEV_POWER_USAGE"  # gauge, W
 ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # counter, mJ since the driver loaded
-J_PER_KWH = 3_600_000.0
 MJ_PER_J = 1000.0  # millijoules per joule
 EnergySource = Literal["energy_counter", "power_integral"]
 

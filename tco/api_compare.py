@@ -6,11 +6,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from catalog.api_prices import API_PRICES_CSV, api_prices_for
-from tco.cost import SECONDS_PER_HOUR, TOKENS_PER_MILLION, Capacity, Fleet
+from catalog.units import PCT, TOKENS_PER_MILLION
+from tco.cost import SECONDS_PER_HOUR, Capacity, Fleet
 from tco.inputs import TcoInputs
 from tco.money import Currency, convert
 
-PCT = 100.0
 _TOLERANCE = 1e-9
 
 

@@ -20,8 +20,8 @@ from catalog.api_prices import (
     load_api_links,
     load_api_prices,
 )
+from catalog.units import TOKENS_PER_MILLION
 
-TOKENS_PER_MILLION = 1_000_000
 FETCH_TIMEOUT_S = 30.0
 LICENCE = "MIT (BerriAI/litellm; catalog/data/api_prices.LICENSE)"
 # LiteLLM's provider ids as a person reads them

@@ -4,13 +4,13 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from catalog.units import TOKENS_PER_MILLION
 from tco.inputs import TcoInputs
 
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86_400.0
 HOURS_PER_DAY = 24.0
 MONTHS_PER_YEAR = 12
-TOKENS_PER_MILLION = 1_000_000.0
 _CEIL_TOLERANCE = 1e-9
 
 

@@ -2,11 +2,10 @@
 
 from pydantic import BaseModel, ConfigDict
 
-from tco.cost import TOKENS_PER_MILLION
+from catalog.units import J_PER_KWH, PCT, TOKENS_PER_MILLION, W_PER_KW
 from tco.inputs import TcoInputs
-from tco.owning import PCT, W_PER_KW, electricity_per_kwh, gpu_power_w
+from tco.owning import electricity_per_kwh, gpu_power_w
 
-J_PER_KWH = 3_600_000.0
 G_PER_KG = 1000.0
 
 

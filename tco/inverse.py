@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from tco.cost import SECONDS_PER_DAY, SECONDS_PER_HOUR, TOKENS_PER_MILLION, Capacity
+from catalog.units import TOKENS_PER_MILLION
+from tco.cost import SECONDS_PER_DAY, SECONDS_PER_HOUR, Capacity
 
 WATTS_PER_KW = 1000.0
 MS_PER_S = 1000.0

@@ -4,12 +4,10 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog import find_gpu
 from catalog.owning import OwningDefault, OwningKey, owning_default, purchase_price
+from catalog.units import PCT, W_PER_KW
 from tco.cost import MONTHS_PER_YEAR
 from tco.inputs import CUSTOM_GPU, TcoInputs
 from tco.money import convert
-
-W_PER_KW = 1000.0
-PCT = 100.0
 
 
 class OwnedHardware(BaseModel):

@@ -9,7 +9,8 @@ tokens actually served. Method and how it differs from dividing the whole cost b
 
 from pydantic import BaseModel, ConfigDict
 
-from tco.cost import TOKENS_PER_MILLION, Capacity, Fleet
+from catalog.units import TOKENS_PER_MILLION
+from tco.cost import Capacity, Fleet
 from tco.inputs import TcoInputs
 
 CACHED_INPUT_GPU_TIME = 0.0  # a prefix-cache hit skips its prefill: no GPU time is attributed to it

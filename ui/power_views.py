@@ -3,13 +3,12 @@
 import pandas as pd
 import streamlit as st
 
+from catalog.units import J_PER_KWH, TOKENS_PER_MILLION
 from probes.metrics import level_energy
 from probes.models import RunResult
-from probes.power import J_PER_KWH, energy_amount, three_digits
+from probes.power import energy_amount, three_digits
 from probes.power_figure import power_figure
 from ui.lang import _
-
-TOKENS_PER_MILLION = 1_000_000
 
 
 def power_section(result: RunResult, key: str) -> None:
