@@ -5,6 +5,7 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict
 
+from catalog import load_handbook
 from catalog.prices import PRICE_KINDS, PriceKind, PriceTier, load_price_snapshot
 from i18n import N_, Translate, identity
 from tco.money import convert
@@ -42,6 +43,10 @@ class PriceBook(BaseModel):
         if tier is None:
             return None
         return round(convert(tier.price_per_gpu_hour, tier.currency, currency, cny_per_usd), 4)
+
+    def public_price(self, gpu_id: str) -> PriceTier | None:
+        """The tier a link carries for a GPU: its lowest on-demand price, compared at the handbook's exchange rate."""
+        return self.lowest(gpu_id, "on_demand", "USD", load_handbook().fx.cny_per_usd)
 
     def priced(self, gpu_id: str) -> bool:
         """Whether the GPU has any tier at all."""

@@ -1,6 +1,6 @@
 """Cost this on a probe run: the measured level with the deployment the run declared (GPU, count, price, format)."""
 
-from catalog import find_gpu, load_handbook
+from catalog import find_gpu
 from catalog.errors import GpuLookupError
 from probes.form import cost_params
 from probes.metrics import level_energy
@@ -32,7 +32,7 @@ def run_cost_params(result: RunResult, level: LevelResult) -> tuple[dict[str, st
         draw = measured_draw_pct(result, level, gpu.tdp_w)
         if draw is not None:
             measured["draw"] = draw
-        tier = price_book().lowest(gpu.id, "on_demand", "USD", load_handbook().fx.cny_per_usd)
+        tier = price_book().public_price(gpu.id)
         priced = tier is not None
         if tier is not None:
             measured |= {"price": tier.price_per_gpu_hour, "currency": tier.currency}

@@ -4,7 +4,7 @@ import re
 
 import streamlit as st
 
-from catalog import CUSTOM_MODEL, find_gpu, load_handbook
+from catalog import CUSTOM_MODEL, find_gpu
 from catalog.quantization import get_quant
 from selector import Advice
 from tco import TcoInputs
@@ -133,7 +133,7 @@ def price_link(advice: Advice, chosen: AdviceEstimate) -> None:
         "out_tokens": request.out_tokens_per_request,
         "traffic": request.traffic_requests_per_day,
     }
-    tier = price_book().lowest(gpu.id, "on_demand", "USD", load_handbook().fx.cny_per_usd)
+    tier = price_book().public_price(gpu.id)
     if tier is not None:
         values.update(price=tier.price_per_gpu_hour, currency=tier.currency)
     point = chosen.point
