@@ -2,9 +2,10 @@
 
 from sqlalchemy import Engine
 
-from db import calibration, prices, recorder, run_queries, scenarios
+from db import calibration, imports, prices, recorder, run_queries, scenarios
 from db.calibration import CalibrationLevel, CalibrationRun, calibration_runs
 from db.engine import init_db, make_engine, safe_url, session_factory
+from db.imports import ImportStoreError, StoredImport, import_of, imports_of, is_imported, store_imported
 from db.prices import StoredPrice, replace_prices, stored_prices
 from db.reaper import INTERRUPTED_WITHIN_S, start_recovery, stop_sweeper
 from db.recorder import RunRecorder, confirm_served_model, delete_run
@@ -17,8 +18,10 @@ __all__ = [
     "CalibrationLevel",
     "CalibrationRun",
     "Engine",
+    "ImportStoreError",
     "RunRecorder",
     "Scenario",
+    "StoredImport",
     "StoredPrice",
     "StoredRun",
     "calibration",
@@ -28,7 +31,11 @@ __all__ = [
     "delete_scenario",
     "get_run",
     "get_scenario",
+    "import_of",
+    "imports",
+    "imports_of",
     "init_db",
+    "is_imported",
     "list_runs",
     "list_scenarios",
     "make_engine",
@@ -45,5 +52,6 @@ __all__ = [
     "session_factory",
     "start_recovery",
     "stop_sweeper",
+    "store_imported",
     "stored_prices",
 ]

@@ -9,7 +9,7 @@ from sqlalchemy import Engine, delete, update
 
 from db.engine import rowcount, session_factory
 from db.recovery import owner
-from db.run_tables import LevelRow, PowerRow, RunRow, SampleRow
+from db.run_tables import ImportRow, LevelRow, PowerRow, RunRow, SampleRow
 from probes.config import RunSettings, redact_url
 from probes.deployment import Deployment
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
@@ -189,8 +189,9 @@ def finish_run(
 
 
 def delete_run(engine: Engine, run_id: str) -> bool:
-    """Delete a run with its levels and samples; True if it existed."""
+    """Delete a run with its levels, samples and (imported) provenance; True if it existed."""
     with session_factory(engine)() as session, session.begin():
+        session.execute(delete(ImportRow).where(ImportRow.run_id == run_id))
         session.execute(delete(SampleRow).where(SampleRow.run_id == run_id))
         session.execute(delete(PowerRow).where(PowerRow.run_id == run_id))
         session.execute(delete(LevelRow).where(LevelRow.run_id == run_id))

@@ -1,4 +1,4 @@
-"""The probe's tables: a run, its finished levels, its requests and its GPU power (read through db/run_queries.py)."""
+"""The probe's tables: a run, its levels, its requests, its GPU power and, for an imported run, where it came from."""
 
 from datetime import datetime
 
@@ -104,3 +104,21 @@ class PowerRow(Base):
     power_w: Mapped[float | None] = mapped_column(Float, default=None)
     energy_mj: Mapped[float | None] = mapped_column(Float, default=None)
     error: Mapped[str | None] = mapped_column(String(300), default=None)
+
+
+class ImportRow(Base):
+    """Where an imported run came from: the tool, its release, the file (by SHA-256), the file's settings."""
+
+    __tablename__ = "run_imports"
+    __table_args__ = (UniqueConstraint("file_sha256", "part", name="uq_run_imports_file_part"),)
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("probe_runs.id", ondelete="CASCADE"), primary_key=True)
+    format: Mapped[str] = mapped_column(String(32))
+    tool: Mapped[str] = mapped_column(String(100))
+    tool_version: Mapped[str | None] = mapped_column(String(100), default=None)
+    file_name: Mapped[str] = mapped_column(String(300))
+    file_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    part: Mapped[int] = mapped_column(Integer, default=0)
+    settings_json: Mapped[str] = mapped_column(Text, default="{}")
+    imported_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    aggregate_only: Mapped[bool] = mapped_column(Boolean, default=False)
