@@ -4,9 +4,11 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from db import RunRecorder, init_db, make_engine, start_recovery
+from db import RunRecorder, init_db, make_engine, start_recovery, store_imported
 from probes.cli import run_cli
 from probes.config import RunSettings
+from probes.import_cli import run_import
+from probes.importers.base import ImportedRun
 from probes.sink import RunSink
 from settings import get_settings
 
@@ -28,9 +30,22 @@ def open_recorder(settings: RunSettings, err: TextIO) -> RunSink | None:
         return None
 
 
+def store_file(runs: list[ImportedRun]) -> list[str] | None:
+    """Store one imported file's runs in DATABASE_URL's database, in one transaction (None: imported before)."""
+    engine = make_engine(get_settings().database_url)
+    init_db(engine)
+    try:
+        return store_imported(engine, runs)
+    finally:
+        engine.dispose()
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """The command line with runs stored in the database (--no-db: not); returns the exit code."""
-    return run_cli(argv, out, err, open_sink=open_recorder)
+    """The command line with runs stored in the database (--no-db: not); `import FILE...` imports; the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["import"]:
+        return run_import(args[1:], out, err, store=store_file)
+    return run_cli(args, out, err, open_sink=open_recorder)
 
 
 if __name__ == "__main__":

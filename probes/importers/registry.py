@@ -40,8 +40,10 @@ def importer_for(path: Path, format_id: str = AUTO) -> Importer:
         raise ImportFormatError(f"{path.name}: no such file or folder")
     if format_id != AUTO:
         for importer in IMPORTERS:
-            if importer.format_id == format_id:
+            if importer.format_id == format_id and importer.detect(path):
                 return importer
+            if importer.format_id == format_id:
+                raise ImportFormatError(f"{path.name}: not a {format_id} file. Expected {importer.expected}")
         raise ImportFormatError(f"unknown format '{format_id}' (allowed: {', '.join(format_choices())})")
     for importer in IMPORTERS:
         if importer.detect(path):
