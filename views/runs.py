@@ -1,4 +1,4 @@
-"""Probe runs: every stored run, filtered by endpoint and model; open one, compare several, export, delete."""
+"""Probe runs: every stored run (imported ones too), filtered; open one, compare several, export, delete, import."""
 
 import datetime as dt
 from collections.abc import Callable
@@ -6,6 +6,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+from db.imports import imports_of
 from db.recorder import delete_run
 from db.run_queries import (
     StoredRun,
@@ -28,6 +29,7 @@ from ui.probe_views import comparison, deployment_caption, downloads, run_detail
 from ui.resources import get_engine
 from ui.state import PageState
 from ui.text import escape_markdown
+from views.runs_parts.imports import import_section, provenance_caption, source_words
 
 PAGE = "runs"
 LIST_LIMIT = 500
@@ -93,6 +95,7 @@ def _list_rows(rows: list[StoredRun]) -> list[dict[str, object]]:
     """The list's columns, one dict per run (labels in this page's language): both of its views show these."""
     peaks = peak_output_tok_s(get_engine(), [row.id for row in rows])
     rates = best_request_rates(get_engine(), [row.id for row in rows])
+    imported = imports_of(get_engine(), [row.id for row in rows])
     return [
         {
             _("started"): row.started_at,
@@ -101,6 +104,7 @@ def _list_rows(rows: list[StoredRun]) -> list[dict[str, object]]:
             _("model"): row.model,
             _("endpoint"): row.endpoint,
             _("workload"): row.workload,
+            _("source"): source_words(imported.get(row.id)),
             _("best concurrency within SLO"): row.best_concurrency_within_slo,
             _("best req/s within SLO"): rates.get(row.id),
             _("peak output tok/s"): round(peaks[row.id], 1) if row.id in peaks else None,
@@ -235,6 +239,7 @@ def _about(result: RunResult) -> None:
 
 def _one(result: RunResult, key: str, after_cards: Callable[[], bool] | None = None) -> None:
     _about(result)
+    provenance_caption(result)
     deployment_caption(result)
     estimate_vs_measured(result)
     if not run_details(result, key, after_cards=after_cards):
@@ -248,8 +253,9 @@ def body() -> None:
     st.title(_("Probe runs"))
     st.caption(
         _(
-            "Every probe run is kept, from this page or the command line. Filter them, open one, or pick two or more "
-            "to compare them on the same charts. The link keeps the filters and the runs opened."
+            "Every probe run is kept, from this page or the command line, and so is every result file imported from "
+            "another tool. Filter them, open one, or pick two or more to compare them on the same charts. The link "
+            "keeps the filters and the runs opened."
         )
     )
     state.load()
@@ -267,8 +273,9 @@ def body() -> None:
     if rows:
         _list(rows)
     else:
-        st.info(_("No stored runs match. Start one on the Live probe page."), icon="ℹ️")
+        st.info(_("No stored runs match. Start one on the Live probe page, or import result files below."), icon="ℹ️")
         st.page_link("views/probe.py", label=_("Open the live probe"), icon=":material/speed:")
+    import_section()
     view, errors = state.read()
     if view is None:
         show_errors(_("Check these inputs."), errors)

@@ -1,0 +1,1 @@
+"""The sections of the probe runs page (views/runs.py), one module each."""
