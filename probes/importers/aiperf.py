@@ -15,6 +15,7 @@ from typing import Any
 from probes.importers.base import ImportedRun, ImportFormatError, ImportProvenance
 from probes.importers.common import (
     content_sha256,
+    error_kind,
     file_deployment,
     imported_run,
     imported_settings,
@@ -26,7 +27,7 @@ from probes.importers.common import (
     peek,
     stats_of,
 )
-from probes.models import ErrorKind, LevelResult, RequestSample, Stats
+from probes.models import LevelResult, RequestSample, Stats
 
 FORMAT_ID = "aiperf"
 TOOL = "aiperf"
@@ -289,11 +290,12 @@ def _sample(record: Mapping[str, Any], index: int, concurrency: int, first_ns: i
     if error:
         message = error.get("message") if isinstance(error, dict) else str(error)
         code = error.get("code") if isinstance(error, dict) else None
+        status = code if isinstance(code, int) and not isinstance(code, bool) else None
         return RequestSample(
             **common,
-            error_kind=ErrorKind.CLIENT_ERROR,
+            error_kind=error_kind(status),
             error=str(message)[:2000],
-            http_status=code if isinstance(code, int) else None,
+            http_status=status,
         )
     chunks = metrics.get("inter_chunk_latency")
     gaps = chunks.get("value") if isinstance(chunks, dict) else None

@@ -16,7 +16,7 @@ from probes.config import RunSettings, SloTargets, WorkloadKind, normalize_base_
 from probes.deployment import CATALOG_FIELDS, Deployment, catalog_id
 from probes.importers.base import ImportedRun, ImportFormatError, ImportProvenance
 from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
-from probes.models import LevelResult, RequestSample, RunResult, RunStatus, SloOutcome, Stats
+from probes.models import ErrorKind, LevelResult, RequestSample, RunResult, RunStatus, SloOutcome, Stats
 from probes.wording import NO_REQUEST_COMPLETED, TOO_MANY_FAILED
 
 # The endpoint of an imported run whose file does not name one (a reserved name that never resolves).
@@ -345,3 +345,18 @@ def json_safe_settings(record: Mapping[str, Any], keys: Iterable[str]) -> dict[s
         for key in keys
         if key in record and (record[key] is None or isinstance(record[key], (str, int, float, bool)))
     }
+
+
+def error_kind(http_status: int | None) -> ErrorKind:
+    """A failed request's kind from the HTTP status the tool recorded (client_error when it recorded none)."""
+    if http_status is None:
+        return ErrorKind.CLIENT_ERROR
+    if http_status in (401, 403):
+        return ErrorKind.AUTH
+    if http_status == 404:
+        return ErrorKind.NOT_FOUND
+    if http_status == 429:
+        return ErrorKind.RATE_LIMITED
+    if http_status >= 500:
+        return ErrorKind.SERVER_ERROR
+    return ErrorKind.HTTP_ERROR if http_status >= 400 else ErrorKind.CLIENT_ERROR

@@ -182,3 +182,30 @@ def test_an_unknown_unit_is_refused_naming_it() -> None:
 def test_an_empty_benchmark_list_is_refused() -> None:
     with pytest.raises(ImportFormatError, match="no benchmarks"):
         read_runs(FIXTURES / "edges" / "guidellm_empty.json", NOW)
+
+
+def test_vllm_failed_requests_are_counted_as_vllm_counts_them() -> None:
+    console = FIXTURES / "vllm" / "vllm_errors.console.txt"
+    level = _one(FIXTURES / "vllm" / "vllm_errors.json").result.levels[0]
+    assert level.completed == _printed(console, "Successful requests:") == 16
+    assert level.failed == _printed(console, "Failed requests:") == 4
+    assert round(level.ttft_ms.mean or 0, 2) == _printed(console, "Mean TTFT (ms):")  # over the successful ones
+
+
+def test_guidellm_errored_requests_are_failed_samples() -> None:
+    run = _one(FIXTURES / "guidellm" / "benchmarks_errors.json")
+    level = run.result.levels[0]
+    assert (level.completed, level.failed) == (16, 4) and not run.aggregate_only
+    assert all("500" in (s.error or "") for s in run.result.samples if not s.ok)
+
+
+def test_aiperf_errors_are_counted_in_the_profiling_phase_only_by_their_status() -> None:
+    folder = FIXTURES / "aiperf" / "errors"
+    aggregate = json.loads((folder / "profile_export_aiperf.json").read_text())
+    run = _one(folder)
+    level = run.result.levels[0]
+    assert level.completed == aggregate["request_count"]["avg"] == 7
+    assert level.failed == aggregate["error_request_count"]["avg"] == 13  # the warm-up's error is not counted
+    assert level.errors == {"not_found": 13}
+    alone = _one(folder / "profile_export_aiperf.json").result.levels[0]
+    assert (alone.completed, alone.failed) == (7, 13)
