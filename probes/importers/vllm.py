@@ -6,6 +6,7 @@ a request failed when its `errors` entry is not empty (`failed` counts them); wa
 never written to the file. The file does not name vLLM's release.
 """
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -22,11 +23,12 @@ from probes.importers.common import (
     json_safe_settings,
     level_of_aggregates,
     level_of_samples,
-    load_json,
+    load_jsonl,
     mapping,
     need,
     number,
     peek,
+    read_text,
     stats_of,
 )
 from probes.models import ErrorKind, LevelResult, RequestSample
@@ -70,51 +72,67 @@ class VllmImporter:
         return head.startswith("{") and all(m in head for m in MARKERS) and not sglang
 
     def parse(self, path: Path, imported_at: datetime) -> list[ImportedRun]:
-        """The file's one run: samples when the per-request arrays are there, else its aggregates."""
-        data = mapping(load_json(path), path.name)
-        where = path.name
-        for key in ("duration", "completed", "total_input_tokens", "total_output_tokens"):
-            need(data, key, where)
-        rate = _rate(data.get("request_rate"), where)
-        count = int(need(data, "completed", where) + (number(data, "failed", where) or 0))
-        concurrency = int(number(data, "max_concurrency", where) or number(data, "num_prompts", where) or max(count, 1))
-        started = _started(data.get("date")) or imported_at
-        detailed = all(isinstance(data.get(key), list) for key in DETAIL_KEYS)
-        samples = _samples(data, concurrency, where) if detailed else []
-        level = (
-            level_of_samples(0, concurrency, samples, started_at=started, duration_s=data["duration"], rate_rps=rate)
-            if detailed
-            else _aggregate_level(data, concurrency, started, rate, where)
-        )
-        settings = imported_settings(
-            model=str(data.get("model_id") or ""),
-            base_url=None,
-            concurrency=[concurrency],
-            requests_per_level=count,
-            rates_rps=[rate] if rate is not None else [],
-            input_tokens=_mean_int(level.input_tokens_per_request),
-            label=str(data.get("label") or ""),
-            deployment=file_deployment(model=_text(data.get("model_id")), engine=_text(data.get("backend"))),
-        )
-        provenance = ImportProvenance(
-            format=FORMAT_ID,
-            tool=TOOL,
-            tool_version=None,
-            file_name=path.name,
-            file_sha256=content_sha256([path]),
-            settings=json_safe_settings(data, SETTING_KEYS) | _metadata(data),
-            imported_at=imported_at,
-        )
-        return [
-            imported_run(
-                provenance=provenance,
-                settings=settings,
-                levels=[level],
-                samples=samples,
-                started_at=started,
-                aggregate_only=not detailed,
-            )
-        ]
+        """The file's run (--append-result: one run per line): samples with the per-request arrays, else aggregates."""
+        sha = content_sha256([path])
+        text = read_text(path)
+        try:
+            documents = [json.loads(text)]
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                raise ImportFormatError(
+                    f"{path.name}: not valid JSON at line {exc.lineno} ({exc.msg}); is it cut short?"
+                ) from None
+            documents = load_jsonl(path)  # --append-result: one result per line
+        runs = []
+        for part, document in enumerate(documents):
+            where = path.name if len(documents) == 1 else f"{path.name} line {part + 1}"
+            runs.append(_run(mapping(document, where), where, part, path.name, sha, imported_at))
+        return runs
+
+
+def _run(data: Mapping[str, Any], where: str, part: int, name: str, sha: str, imported_at: datetime) -> ImportedRun:
+    """One result object as a run of one level."""
+    for key in ("duration", "completed", "total_input_tokens", "total_output_tokens"):
+        need(data, key, where)
+    rate = _rate(data.get("request_rate"), where)
+    count = int(need(data, "completed", where) + (number(data, "failed", where) or 0))
+    concurrency = int(number(data, "max_concurrency", where) or number(data, "num_prompts", where) or max(count, 1))
+    started = _started(data.get("date")) or imported_at
+    detailed = all(isinstance(data.get(key), list) for key in DETAIL_KEYS)
+    samples = _samples(data, concurrency, where) if detailed else []
+    level = (
+        level_of_samples(0, concurrency, samples, started_at=started, duration_s=data["duration"], rate_rps=rate)
+        if detailed
+        else _aggregate_level(data, concurrency, started, rate, where)
+    )
+    settings = imported_settings(
+        model=str(data.get("model_id") or ""),
+        base_url=None,
+        concurrency=[concurrency],
+        requests_per_level=count,
+        rates_rps=[rate] if rate is not None else [],
+        input_tokens=_mean_int(level.input_tokens_per_request),
+        label=str(data.get("label") or ""),
+        deployment=file_deployment(model=_text(data.get("model_id")), engine=_text(data.get("backend"))),
+    )
+    provenance = ImportProvenance(
+        format=FORMAT_ID,
+        tool=TOOL,
+        tool_version=None,
+        file_name=name,
+        file_sha256=sha,
+        part=part,
+        settings=json_safe_settings(data, SETTING_KEYS) | _metadata(data),
+        imported_at=imported_at,
+    )
+    return imported_run(
+        provenance=provenance,
+        settings=settings,
+        levels=[level],
+        samples=samples,
+        started_at=started,
+        aggregate_only=not detailed,
+    )
 
 
 def _text(value: object) -> str | None:

@@ -209,3 +209,9 @@ def test_aiperf_errors_are_counted_in_the_profiling_phase_only_by_their_status()
     assert level.errors == {"not_found": 13}
     alone = _one(folder / "profile_export_aiperf.json").result.levels[0]
     assert (alone.completed, alone.failed) == (7, 13)
+
+
+def test_vllm_appended_results_are_one_run_per_line() -> None:
+    runs = read_runs(FIXTURES / "edges" / "vllm_appended.json", NOW)
+    assert [(r.provenance.part, r.result.levels[0].concurrency) for r in runs] == [(0, 8), (1, 16)]
+    assert runs[1].result.settings.label == "second"
