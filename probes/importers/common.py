@@ -311,6 +311,8 @@ def imported_run(
 ) -> ImportedRun:
     """One run read from a file, as the probe's RunResult with where it came from."""
     finished = max((level.finished_at for level in levels), default=started_at)
+    if not settings.label:  # named in lists and chart legends by where it came from, and its load
+        settings = settings.model_copy(update={"label": _default_label(provenance, levels)})
     result = RunResult(
         endpoint=settings.endpoint,
         model=settings.model,
@@ -325,6 +327,16 @@ def imported_run(
         notes=[f"imported from {provenance.file_name} ({provenance.tool} {provenance.tool_version or ''})".strip()],
     )
     return ImportedRun(result=result, provenance=provenance, aggregate_only=aggregate_only)
+
+
+def _default_label(provenance: ImportProvenance, levels: Sequence[LevelResult]) -> str:
+    """'guidellm: benchmarks.json · concurrency 4' (or '· 20 req/s' for a rate level)."""
+    load = ""
+    if levels:
+        first = levels[0]
+        rate = first.request_rate_rps
+        load = f" · {rate:g} req/s" if rate is not None else f" · concurrency {first.concurrency}"
+    return f"{provenance.tool}: {provenance.file_name}{load}"[:200]
 
 
 def with_given(run: ImportedRun, given: Deployment, label: str = "") -> ImportedRun:

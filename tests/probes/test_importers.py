@@ -215,3 +215,12 @@ def test_vllm_appended_results_are_one_run_per_line() -> None:
     runs = read_runs(FIXTURES / "edges" / "vllm_appended.json", NOW)
     assert [(r.provenance.part, r.result.levels[0].concurrency) for r in runs] == [(0, 8), (1, 16)]
     assert runs[1].result.settings.label == "second"
+
+
+def test_a_run_without_a_label_is_named_by_its_tool_file_and_load() -> None:
+    runs = read_runs(FIXTURES / "guidellm" / "benchmarks.json", NOW)
+    assert [r.result.settings.label for r in runs] == [
+        "guidellm: benchmarks.json · concurrency 1",
+        "guidellm: benchmarks.json · concurrency 4",
+    ]
+    assert _one(FIXTURES / "vllm" / "vllm_aggregate.json").result.settings.label.endswith("· 20 req/s")
