@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from catalog.matching import forgiven_matches, forgiven_notes
+from probes.cli import DEPLOYMENT_FLAGS
 from probes.deployment import Deployment, deployment_fields
 from probes.importers.base import ImportedRun, ImportFormatError
 from probes.importers.common import with_given
@@ -141,7 +143,10 @@ def run_import(argv: Sequence[str], out: TextIO | None = None, err: TextIO | Non
     out, err = out or sys.stdout, err or sys.stderr
     args = build_import_parser().parse_args(list(argv))
     try:
-        deployment = _given_deployment(args)
+        with forgiven_matches() as forgiven:
+            deployment = _given_deployment(args)
+        for note in forgiven_notes(forgiven, DEPLOYMENT_FLAGS):
+            print(note, file=err)
     except ValidationError as exc:
         for message in deployment_messages(exc):
             print(f"error: {message}", file=err)

@@ -69,12 +69,16 @@ def test_a_refused_file_exits_2_and_the_other_files_are_still_imported(database_
     assert where is not None and not where.aggregate_only
 
 
-def test_a_bad_deployment_flag_is_refused_naming_it(database_url: str) -> None:
+def test_a_bad_deployment_flag_is_refused_naming_it_and_a_forgiven_one_noted(database_url: str) -> None:
     code, _, err = _run(str(FIXTURES / "vllm" / "vllm_aggregate.json"), "--gpu", "H1000")
     assert code == 2 and "--gpu" in err and "not in the catalog" in err
+    code, _, err = _run(
+        str(FIXTURES / "vllm" / "vllm_aggregate.json"), "--gpu", "H100", "--deploy-model", "lama3.1-70b"
+    )
+    assert code == 0 and "note: --deploy-model 'lama3.1-70b' matched" in err  # a forgiving match says what it became
     engine = make_engine(database_url)
     init_db(engine)
-    assert list_runs(engine) == []
+    assert [(run.deploy_gpu, run.deploy_model) for run in list_runs(engine)] == [("h100-80gb-sxm", "llama3.1-70b")]
 
 
 def test_without_json_each_stored_run_and_skipped_file_is_said(database_url: str) -> None:
