@@ -255,7 +255,7 @@ def test_runs_list_filters_open_compare_and_delete_in_chinese(fake: FakeServer, 
     listed = open_page("runs", ZH)
     _clean(listed)
     assert listed.title[0].value == "压测记录"
-    assert [s.label for s in listed.selectbox] == ["接口地址", "模型"]
+    assert [s.label for s in listed.sidebar.selectbox] == ["接口地址", "模型"]  # the filters (the import form: its own)
     assert listed.selectbox(key="runs.model").format_func("") == "全部模型"
     assert "| 开始时间 | 状态 | 名称 |" in newest_list(listed)
     table = runs_grid(listed)

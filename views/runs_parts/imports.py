@@ -11,7 +11,7 @@ from db.imports import StoredImport, import_of, store_imported
 from probes.deployment import Deployment, deployment_fields, display_names
 from probes.import_cli import ALREADY_IMPORTED, ImportReport, import_paths
 from probes.importers.aiperf import AGGREGATE_FILE, RECORDS_FILE
-from probes.importers.registry import AUTO, format_choices
+from probes.importers.registry import format_choices
 from probes.models import RunResult
 from ui.lang import _
 from ui.resources import get_engine
@@ -152,7 +152,7 @@ def import_section() -> None:
                 _("Format"),
                 format_choices(),
                 key=f"{KEY}.format",
-                format_func=lambda v: _("detect") if v == AUTO else v,
+                help=_("auto: detected from each file's content; or name the tool that wrote the files."),
             )
             deployment = _deployment_widgets()
             label = st.text_input(_("Label"), key=f"{KEY}.label", max_chars=200)
