@@ -224,3 +224,20 @@ def test_a_run_without_a_label_is_named_by_its_tool_file_and_load() -> None:
         "guidellm: benchmarks.json · concurrency 4",
     ]
     assert _one(FIXTURES / "vllm" / "vllm_aggregate.json").result.settings.label.endswith("· 20 req/s")
+
+
+def test_guidellm_with_only_a_sample_of_its_requests_is_aggregate_only_with_its_own_percentiles(
+    tmp_path: Path,
+) -> None:
+    report = json.loads((FIXTURES / "guidellm" / "benchmarks.json").read_text())
+    benchmark = report["benchmarks"][1]
+    benchmark["requests"]["successful"] = benchmark["requests"]["successful"][:5]  # as --sample-size 5 keeps them
+    sampled = tmp_path / "sampled.json"
+    sampled.write_text(json.dumps(report))
+    runs = read_runs(sampled, NOW)
+    assert [r.aggregate_only for r in runs] == [False, True]
+    level, given = runs[1].result.levels[0], benchmark["metrics"]
+    assert level.ttft_ms.p50 == given["time_to_first_token_ms"]["successful"]["percentiles"]["p50"]
+    assert level.tpot_ms.p90 == given["inter_token_latency_ms"]["successful"]["percentiles"]["p90"]
+    assert level.completed == given["request_totals"]["successful"] == 12
+    assert level.itl_ms.p50 is None  # guidellm gives no per-chunk gaps: not invented
