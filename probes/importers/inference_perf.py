@@ -1,4 +1,4 @@
-"""inference-perf report folders: stage_N_lifecycle_metrics.json files (a level each), read aggregate-only.
+"""inference-perf report folders: a level per stage file; with per_request_lifecycle_metrics.json, samples.
 
 Definitions from inference-perf's reportgen (inference_perf/reportgen/base.py, summarize_requests): every figure is
 in seconds; time_to_first_token is TTFT; time_per_output_token is (last token - first token) / (output tokens - 1),
@@ -6,11 +6,18 @@ vLLM's TPOT (normalized_time_per_output_token, which includes the first token, i
 is the gaps between tokens (ITL); request_latency is E2E. successes.count are completed, failures.count failed; the
 preprocessing stage (-1, its warm-up) is already left out of every file by the tool. Without stage files, the
 summary file is one level. Throughputs divide by the stage's wall time (first send to last finish).
+
+The per-request file (report request_lifecycle.per_request) holds every request of stages 0.. but not its stage:
+the stages run one after another, so the records sorted by send time are cut into the stages by each stage file's
+load_summary.count. Each becomes a sample timed as the probe times its own (TTFT to the first output token, TPOT
+(E2E - TTFT) / (output tokens - 1), ITL the token gaps) and the levels are summarised by probes.metrics. When the
+counts do not add up, the per-request file is not used (aggregate-only, said in the provenance).
 """
 
 import re
 from collections.abc import Mapping
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +31,18 @@ from probes.importers.common import (
     imported_run,
     imported_settings,
     level_of_aggregates,
+    level_of_samples,
     load_json,
     mapping,
     read_text,
     stats_of,
 )
-from probes.models import LevelResult, Stats
+from probes.models import ErrorKind, LevelResult, RequestSample, Stats, TokenSource
 
 FORMAT_ID = "inference-perf"
 TOOL = "inference-perf"
 SUMMARY = "summary_lifecycle_metrics.json"
+PER_REQUEST = "per_request_lifecycle_metrics.json"
 CONFIG = "config.yaml"  # the tool's own config, written beside the reports
 _STAGE = re.compile(r"^stage_(\d+)_lifecycle_metrics\.json$")
 LATENCIES = {
@@ -78,6 +87,16 @@ def _mean_tokens(successes: Mapping[str, Any], *names: str) -> float:
         if isinstance(mean, (int, float)):
             return float(mean)
     return 0.0
+
+
+def _sent(path: Path) -> int:
+    """The requests a stage file counts (load_summary.count; else successes plus failures)."""
+    report = mapping(load_json(path), path.name)
+    load = report.get("load_summary") or {}
+    if isinstance(load.get("count"), int):
+        return int(load["count"])
+    successes, failures = report.get("successes") or {}, report.get("failures") or {}
+    return int(successes.get("count") or 0) + int(failures.get("count") or 0)
 
 
 def _level(index: int, stage: int, path: Path, imported_at: datetime) -> LevelResult:
@@ -130,6 +149,75 @@ def _config(folder: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def _sample(record: Mapping[str, Any], level: int, concurrency: int, index: int, t0: float) -> RequestSample:
+    """One per-request record as the probe's sample (the tool's seconds in ms)."""
+    start, end = float(record["start_time"]), float(record["end_time"])
+    info = record.get("info") or {}
+    response = info.get("response_metrics") or {}
+    text = (info.get("request_metrics") or {}).get("text") or {}
+    times = [float(t) for t in response.get("output_token_times") or []]
+    error = record.get("error")
+    e2e_ms = (end - start) * MS_PER_S
+    ttft_ms = (times[0] - start) * MS_PER_S if times else None
+    output = response.get("output_tokens")
+    output_tokens = int(output) if isinstance(output, int) else None
+    tpot_ms = None
+    if error is None and ttft_ms is not None and output_tokens is not None and output_tokens > 1:
+        tpot_ms = (e2e_ms - ttft_ms) / (output_tokens - 1)
+    usage = response.get("server_usage")
+    return RequestSample(
+        level_index=level,
+        concurrency=concurrency,
+        index=index,
+        start_s=start - t0,
+        ttft_ms=ttft_ms,
+        tpot_ms=tpot_ms,
+        e2e_ms=e2e_ms,
+        itl_ms=[(b - a) * MS_PER_S for a, b in pairwise(times)],
+        input_tokens=text.get("input_tokens") if isinstance(text.get("input_tokens"), int) else None,
+        output_tokens=output_tokens,
+        token_source=TokenSource.USAGE if usage else TokenSource.CHUNKS,
+        error_kind=ErrorKind.CLIENT_ERROR if error is not None else None,
+        error=f"{error.get('error_type', '')}: {error.get('error_msg', '')}"[:500] if isinstance(error, dict) else None,
+    )
+
+
+def _with_samples(
+    folder: Path, levels: list[LevelResult], counts: list[int]
+) -> tuple[list[LevelResult], list[RequestSample]] | None:
+    """The levels summarised from the per-request file, cut by the stages' counts; None when it cannot be used."""
+    path = folder / PER_REQUEST
+    if not path.is_file():
+        return None
+    records = load_json(path)
+    if not isinstance(records, list) or len(records) != sum(counts) or not records:
+        return None
+    ordered = sorted(records, key=lambda record: float(mapping(record, path.name)["start_time"]))
+    summarised: list[LevelResult] = []
+    samples: list[RequestSample] = []
+    first = 0
+    for level, count in zip(levels, counts, strict=True):
+        chunk = ordered[first : first + count]
+        first += count
+        if not chunk:
+            return None
+        t0 = float(chunk[0]["start_time"])
+        mine = [_sample(record, level.index, level.concurrency, n, t0) for n, record in enumerate(chunk)]
+        duration_s = max(float(record["end_time"]) for record in chunk) - t0
+        summarised.append(
+            level_of_samples(
+                level.index,
+                level.concurrency,
+                mine,
+                started_at=level.started_at,
+                duration_s=duration_s,
+                rate_rps=level.request_rate_rps,
+            )
+        )
+        samples += mine
+    return summarised, samples
+
+
 class InferencePerfImporter:
     """An inference-perf report folder (its lifecycle metrics files)."""
 
@@ -152,6 +240,11 @@ class InferencePerfImporter:
         if not files:
             raise ImportFormatError(f"{path.name}: no lifecycle metrics file. Expected {self.expected}")
         levels = [_level(index, stage, file, imported_at) for index, (stage, file) in enumerate(files)]
+        counts = [_sent(file) for _, file in files]
+        detailed = _with_samples(path, levels, counts)
+        samples: list[RequestSample] = []
+        if detailed is not None:
+            levels, samples = detailed
         config = _config(path)
         found = config.get("server")
         server: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -168,8 +261,12 @@ class InferencePerfImporter:
             tool=TOOL,
             tool_version=None,  # the lifecycle files do not state it
             file_name=path.name,
-            file_sha256=content_sha256([file for _, file in files]),
-            settings={"stages": [stage for stage, _ in files], "files": [file.name for _, file in files]},
+            file_sha256=content_sha256([file for _, file in files] + ([path / PER_REQUEST] if samples else [])),
+            settings={
+                "stages": [stage for stage, _ in files],
+                "files": [file.name for _, file in files] + ([PER_REQUEST] if samples else []),
+                "per_request": "used" if samples else ("counts differ" if (path / PER_REQUEST).is_file() else "absent"),
+            },
             imported_at=imported_at,
         )
         return [
@@ -177,9 +274,9 @@ class InferencePerfImporter:
                 provenance=provenance,
                 settings=settings,
                 levels=levels,
-                samples=[],
+                samples=samples,
                 started_at=imported_at,
-                aggregate_only=True,
+                aggregate_only=not samples,
             )
         ]
 

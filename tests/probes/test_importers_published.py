@@ -72,3 +72,59 @@ def test_an_empty_folder_is_no_inference_perf_report(tmp_path: Path) -> None:
 
 def test_the_registry_lists_the_three_formats() -> None:
     assert [importer.format_id for importer in IMPORTERS] == ["inference-perf", "inferencex", "llmd-br"]
+
+
+def _stage(count: int, rate: float) -> dict[str, object]:
+    """A stage file of the tool's shape, its figures unused when the per-request file is read."""
+    seconds = {"mean": 0.1, "median": 0.1, "p90": 0.1, "p99": 0.1, "min": 0.1, "max": 0.1}
+    latency = dict.fromkeys(("time_to_first_token", "time_per_output_token", "request_latency"), seconds)
+    return {
+        "load_summary": {"count": count, "requested_rate": rate},
+        "successes": {"count": count, "latency": latency, "throughput": {"requests_per_sec": rate}},
+        "failures": {"count": 0},
+    }
+
+
+def _record(start: float, token_times: list[float], end: float, error: object = None) -> dict[str, object]:
+    """One record of per_request_lifecycle_metrics.json (inference_perf/reportgen/base.py's fields)."""
+    response = {"output_tokens": len(token_times), "output_token_times": token_times, "server_usage": None}
+    return {
+        "start_time": start,
+        "end_time": end,
+        "request": "{}",
+        "response": "",
+        "info": {"request_metrics": {"text": {"input_tokens": 100}}, "response_metrics": response},
+        "error": error,
+    }
+
+
+def test_edge_per_request_records_are_cut_into_the_stages_by_their_counts_and_summarised_by_the_app(
+    tmp_path: Path,
+) -> None:
+    """Hand-written (no published per-request file): 2 then 3 requests, written out of order, one failed."""
+    (tmp_path / "stage_0_lifecycle_metrics.json").write_text(json.dumps(_stage(2, 1.0)))
+    (tmp_path / "stage_1_lifecycle_metrics.json").write_text(json.dumps(_stage(3, 2.0)))
+    records = [
+        _record(10.0, [10.05, 10.06, 10.07], 10.07),  # stage 1
+        _record(0.0, [0.02, 0.03, 0.04, 0.05], 0.05),  # stage 0
+        _record(11.0, [], 11.5, {"error_type": "http_error", "error_msg": "500"}),  # stage 1, failed
+        _record(1.0, [1.04, 1.05], 1.06),  # stage 0
+        _record(12.0, [12.03, 12.05], 12.05),  # stage 1
+    ]
+    (tmp_path / "per_request_lifecycle_metrics.json").write_text(json.dumps(records))
+    (run,) = INFERENCE_PERF.parse(tmp_path, NOW)
+    assert not run.aggregate_only and run.provenance.settings["per_request"] == "used"
+    first, second = run.result.levels
+    assert (first.requests, first.completed, first.failed) == (2, 2, 0)
+    assert (second.requests, second.completed, second.failed) == (3, 2, 1)
+    assert len(run.result.samples) == 5
+    assert first.ttft_ms.p50 == pytest.approx((20 + 40) / 2)  # ms: 20 and 40, the app's median
+    # TPOT as the probe defines it: (E2E - TTFT) / (output tokens - 1): (50 - 20) / 3 and (60 - 40) / 1.
+    assert sorted(s.tpot_ms or 0 for s in run.result.samples if s.level_index == 0) == pytest.approx([10.0, 20.0])
+    assert first.request_rate_rps == 1.0 and second.request_rate_rps == 2.0
+
+    records.pop()  # the counts no longer add up: the stage files' aggregates, as given
+    (tmp_path / "per_request_lifecycle_metrics.json").write_text(json.dumps(records))
+    (run,) = INFERENCE_PERF.parse(tmp_path, NOW)
+    assert run.aggregate_only and run.provenance.settings["per_request"] == "counts differ"
+    assert run.result.levels[0].ttft_ms.p50 == pytest.approx(100.0)
