@@ -1,9 +1,10 @@
 """A run in the shape of `vllm bench serve --save-result`: one result per level; with samples, the detailed arrays.
 
 Keys as vLLM writes them (vllm/benchmarks/serve.py): counts, token totals, throughputs, mean/median/std/pNN of
-ttft, tpot, itl and e2el in ms; the per-request arrays ttfts and itls in seconds, as vLLM keeps them. The probe's
-figures are written as measured (its percentiles were computed as vLLM computes them); std is left out: the
-probe does not keep it. Several levels are written one result per line, as --append-result does.
+ttft, tpot, itl and e2el in ms; the per-request arrays ttfts, latencies, itls and start_times in seconds, as vLLM
+keeps them (start_times from the level's start). The probe's figures are written as measured (its percentiles
+were computed as vLLM computes them); std is left out: the probe does not keep it. Several levels are written one
+result per line, as --append-result does.
 """
 
 import json
@@ -32,6 +33,8 @@ def _detailed(samples: list[RequestSample]) -> dict[str, list[Any]]:
         "input_lens": [sample.input_tokens or 0 for sample in ordered],
         "output_lens": [(sample.output_tokens or 0) if sample.error_kind is None else 0 for sample in ordered],
         "ttfts": [(sample.ttft_ms or 0.0) / MS_PER_S for sample in ordered],
+        "latencies": [(sample.e2e_ms or 0.0) / MS_PER_S for sample in ordered],
+        "start_times": [sample.start_s for sample in ordered],
         "itls": [[gap / MS_PER_S for gap in sample.itl_ms] for sample in ordered],
         "generated_texts": ["" for _ in ordered],
         "errors": [sample.error or (str(sample.error_kind) if sample.error_kind else "") for sample in ordered],

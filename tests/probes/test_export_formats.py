@@ -105,6 +105,8 @@ def test_vllm_export_has_vllms_keys_units_and_per_request_arrays(stored_run: Run
     assert len(first["ttfts"]) == level.requests
     ok = [(t, s) for t, s in zip(first["ttfts"], samples, strict=True) if s.error_kind is None]
     assert ok and all(t == pytest.approx((s.ttft_ms or 0) / 1000) for t, s in ok)  # vLLM keeps ttfts in seconds
+    latencies = [(t, s) for t, s in zip(first["latencies"], samples, strict=True) if s.error_kind is None]
+    assert all(t == pytest.approx((s.e2e_ms or 0) / 1000) for t, s in latencies)
     assert sum(1 for error in first["errors"] if error) == level.failed
 
 
