@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from probes.deployment import Deployment, catalog_id
+from probes.deployment import Deployment
 from probes.importers.base import ImportedRun, ImportFormatError, ImportProvenance
 from probes.importers.common import (
     FILE_SOURCE,
@@ -27,13 +27,13 @@ from probes.importers.common import (
     peek,
     stats_of,
 )
+from probes.importers.names import catalog_match
 from probes.models import Stats
 
 FORMAT_ID = "inferencex"
 TOOL = "InferenceX"
 MARKERS = ("tput_per_gpu", "conc", "hw")  # keys every aggregated result has
 METRICS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2el": "e2e_ms"}  # InferenceX -> the level's
-ENGINES = {"trt": "tensorrt-llm", "trtllm": "tensorrt-llm"}  # its framework names the catalog does not match alone
 SETTINGS_KEYS = (
     "hw",
     "conc",
@@ -72,23 +72,12 @@ def _gpus(record: dict[str, Any], where: str) -> tuple[float | None, float | Non
     return tp, tp
 
 
-def _catalog(field: str, name: Any) -> str | None:
-    if not isinstance(name, str) or not name.strip():
-        return None
-    for candidate in (name, name.split("-")[0], name.split("_")[0]):  # runner names: 'h100-cw', 'mi300x_amd'
-        try:
-            return catalog_id(field, ENGINES.get(candidate.lower(), candidate) if field == "engine" else candidate)
-        except ValueError:
-            continue
-    return None
-
-
 def _deployment(record: dict[str, Any], gpus: float | None) -> Deployment:
     values: dict[str, Any] = {
-        "gpu": _catalog("gpu", record.get("hw")),
-        "model": _catalog("model", record.get("model")),
-        "engine": _catalog("engine", record.get("framework")),
-        "quant": _catalog("quant", record.get("precision")),
+        "gpu": catalog_match("gpu", record.get("hw")),
+        "model": catalog_match("model", record.get("model")),
+        "engine": catalog_match("engine", record.get("framework")),
+        "quant": catalog_match("quant", record.get("precision")),
         "gpu_count": int(gpus) if gpus is not None and gpus >= 1 else None,
     }
     known = {field: value for field, value in values.items() if value is not None}

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from probes.deployment import Deployment, catalog_id
+from probes.deployment import Deployment
 from probes.importers.base import ImportedRun, ImportFormatError, ImportProvenance
 from probes.importers.common import (
     FILE_SOURCE,
@@ -29,6 +29,7 @@ from probes.importers.common import (
     read_text,
     stats_of,
 )
+from probes.importers.names import catalog_match
 from probes.models import LevelResult, Stats
 
 FORMAT_ID = "llmd-br"
@@ -163,16 +164,6 @@ def _level(report: dict[str, Any], index: int, imported_at: datetime, where: str
     )
 
 
-def _catalog(field: str, name: Any) -> str | None:
-    """The catalog id of a name the file states, None when the catalog does not know it."""
-    if not isinstance(name, str):
-        return None
-    try:
-        return catalog_id(field, name)
-    except ValueError:
-        return None
-
-
 def _deployment(report: dict[str, Any]) -> tuple[Deployment, str | None]:
     """The deployment the report's inference engines state (catalog ids only), and the served model's name."""
     engines = [
@@ -192,10 +183,10 @@ def _deployment(report: dict[str, Any]) -> tuple[Deployment, str | None]:
     )
     args = _get(first, "native", "args") or {}
     values: dict[str, Any] = {
-        "gpu": _catalog("gpu", accelerator.get("model")),
-        "model": _catalog("model", model_name),
-        "engine": _catalog("engine", standardized.get("tool")),
-        "quant": _catalog("quant", args.get("--quantization")),
+        "gpu": catalog_match("gpu", accelerator.get("model")),
+        "model": catalog_match("model", model_name),
+        "engine": catalog_match("engine", standardized.get("tool")),
+        "quant": catalog_match("quant", args.get("--quantization")),
         "gpu_count": count if count >= 1 else None,
     }
     known = {field: value for field, value in values.items() if value is not None}

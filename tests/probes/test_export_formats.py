@@ -142,6 +142,8 @@ def test_the_published_example_reports_import_as_given(name: str) -> None:
     assert level.requests == given["requests"]["total"] and run.aggregate_only
     deployment = run.result.settings.deployment
     assert deployment.model == "qwen3-0.6b" and deployment.gpu_count == 16  # 8 accelerators x 2 replicas
+    assert deployment.gpu == "h100-80gb-sxm"  # 'NVIDIA-H100-80GB-HBM3'
+    assert deployment.engine is None  # its tool 'llm-d' is no engine of the catalog: left unknown, never guessed
     assert run.provenance.tool == document["scenario"]["load"]["standardized"]["tool"]
 
 

@@ -50,7 +50,8 @@ def test_an_inferencex_result_reads_seconds_as_ms_and_per_gpu_throughput_back_to
     assert level.total_tok_s == pytest.approx(given["tput_per_gpu"] * 8)  # tp 8 on one node
     assert level.output_tok_s == pytest.approx(given["output_tput_per_gpu"] * 8)
     deployment = run.result.settings.deployment
-    assert (deployment.gpu_count, deployment.engine) == (8, "vllm")
+    assert (deployment.gpu, deployment.gpu_count, deployment.engine) == ("mi355x-288gb", 8, "vllm")
+    assert deployment.model is None  # Kimi-K2.5 is not in the catalog, and not taken for Kimi-K2
     assert run.result.settings.input_tokens == 1024 and run.result.settings.max_tokens == 1024
 
 
