@@ -38,10 +38,15 @@ def _near(value: float, wanted: float, factor: float) -> bool:
     return value > 0 and wanted / factor <= value <= wanted * factor
 
 
+def near_lengths(input_tokens: float, output_tokens: float, wanted_input: float, wanted_output: float) -> bool:
+    """Whether measured request lengths are near enough the wanted ones (each within the shape factor)."""
+    factor = _shape_factor()
+    return _near(input_tokens, wanted_input, factor) and _near(output_tokens, wanted_output, factor)
+
+
 def near_shape(request: PerfRequest, input_tokens: float, output_tokens: float) -> bool:
     """Whether a measured level's lengths are near enough the request's to calibrate it."""
-    factor = _shape_factor()
-    return _near(input_tokens, request.input_tokens, factor) and _near(output_tokens, request.output_tokens, factor)
+    return near_lengths(input_tokens, output_tokens, request.input_tokens, request.output_tokens)
 
 
 def vouched(request: PerfRequest, calibrations: Sequence[Calibration]) -> tuple[list[Calibration], list[Wording]]:

@@ -4,11 +4,14 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from db import RunRecorder, init_db, make_engine, start_recovery, store_imported
+from db import RunRecorder, get_run, init_db, make_engine, start_recovery, store_imported
 from probes.cli import run_cli
 from probes.config import RunSettings
+from probes.export_cli import COMMAND as EXPORT
+from probes.export_cli import run_export
 from probes.import_cli import run_import
 from probes.importers.base import ImportedRun
+from probes.models import RunResult
 from probes.sink import RunSink
 from settings import get_settings
 
@@ -40,11 +43,23 @@ def store_file(runs: list[ImportedRun]) -> list[str] | None:
         engine.dispose()
 
 
+def load_stored_run(run_id: str) -> RunResult | None:
+    """A stored run of DATABASE_URL's database, with its requests (None: no such run)."""
+    engine = make_engine(get_settings().database_url)
+    try:
+        init_db(engine)
+        return get_run(engine, run_id)
+    finally:
+        engine.dispose()
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """The command line with runs stored in the database (--no-db: not); `import FILE...` imports; the exit code."""
+    """The command line (runs stored in the database unless --no-db; `import` and `export` subcommands); exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["import"]:
         return run_import(args[1:], out, err, store=store_file)
+    if args[:1] == [EXPORT]:
+        return run_export(args[1:], load_stored_run, out, err)
     return run_cli(args, out, err, open_sink=open_recorder)
 
 

@@ -12,6 +12,8 @@ from i18n import N_
 from probes.baseline import scaling_sentence
 from probes.deployment import deployment_text
 from probes.export import levels_csv, power_csv, result_json, samples_csv, turns_csv
+from probes.export_br import reports_json
+from probes.export_vllm import results_json
 from probes.figures import (
     compare_rows,
     error_rows,
@@ -375,10 +377,11 @@ def comparison(results: Sequence[RunResult], key: str) -> None:
         )
 
 
-def downloads(result: RunResult, key: str) -> None:
+def downloads(result: RunResult, key: str, *, formats: bool = False) -> None:
     """Export buttons: the JSON file (the CLI's schema), levels CSV and requests CSV; built on click.
 
-    The labels follow the session's language; the files themselves stay English (machine contracts).
+    formats: also the other tools' formats `python -m probes export` writes (llm-d Benchmark Report v0.2.1, vLLM
+    bench serve's result JSON). The labels follow the session's language; the files stay English (machine contracts).
     """
     stem = f"probe-{(result.run_id or 'run')[:12]}"
     labels = _ if st.session_state.get(f"{key}.export.labels") else None  # a second header row, if asked for
@@ -387,6 +390,24 @@ def downloads(result: RunResult, key: str) -> None:
         (_("Download levels CSV"), partial(levels_csv, labels=labels), "-levels.csv", "text/csv", "levels"),
         (_("Download requests CSV"), partial(samples_csv, labels=labels), "-requests.csv", "text/csv", "requests"),
     ]
+    if formats:
+        several = len(result.levels) > 1  # vLLM: one result per line, as --append-result writes them
+        exports += [
+            (
+                _("Download llm-d Benchmark Report"),
+                _one_run(reports_json),
+                "-llmd-br-0.2.1.json",
+                "application/json",
+                "br",
+            ),
+            (
+                _("Download vLLM result JSON"),
+                _one_run(results_json),
+                "-vllm.jsonl" if several else "-vllm.json",
+                "application/json",
+                "vllm",
+            ),
+        ]
     if any(level.turns for level in result.levels):
         exports.append((_("Download turns CSV"), partial(turns_csv, labels=labels), "-turns.csv", "text/csv", "turns"))
     if result.settings.dcgm_url:
@@ -406,6 +427,11 @@ def downloads(result: RunResult, key: str) -> None:
         key=f"{key}.export.labels",
         help=_("The first row keeps the English column keys that scripts read; the labels come in a second row."),
     )
+
+
+def _one_run(build: Callable[[list[RunResult]], str]) -> Callable[[RunResult], str]:
+    """An export of several runs applied to one."""
+    return lambda result: build([result])
 
 
 def _built(build: Callable[[RunResult], str], result: RunResult) -> str:

@@ -20,6 +20,7 @@ from tco.compare_inputs import (
     LatencyAxis,
     RankBy,
 )
+from tco.measured import MeasuredBeside, OptionKey, measured_options
 from tco.prices import MARKET_WORDS, kind_text
 from tco.ranking import Ranking, rank, reordered
 from ui.calibration import stored_calibrations
@@ -37,6 +38,8 @@ from views.compare_parts.top import headline, latency_and_links
 PAGE = "compare"
 TABS = "_compare.tab"  # the open tab of the results (lazy: the others do not run)
 _RANKING = "_compare.ranking"  # the last ranking: a change of ordering or chart axis reuses it
+_MEASURED = "_compare.measured"  # the options stored runs measured, for the last ranking
+Measured = dict[OptionKey, MeasuredBeside]
 SHARED_RANKINGS = 32  # rankings kept across sessions, the least recently used dropped first
 _RANK_LABELS = {
     RankBy.PER_MILLION.value: N_("Per 1M output tokens, all GPU time (full load)"),
@@ -203,18 +206,21 @@ def _shared_rankings() -> _SharedRankings:
     return _SharedRankings(SHARED_RANKINGS)
 
 
-def _ranking(inputs: CompareInputs) -> Ranking:
-    """Rank (with a progress bar), or reuse a ranking of the same priced inputs (this session's or another's)."""
+def _ranking(inputs: CompareInputs) -> tuple[Ranking, Measured]:
+    """Rank (with a progress bar), or reuse a ranking of the same priced inputs (this session's or another's).
+
+    With it, the options a stored run measured: the runs are read once, when the ranking is (re)made.
+    """
     book = price_book()
     last: Ranking | None = st.session_state.get(_RANKING)
     if last is not None and last.inputs.priced_inputs == inputs.priced_inputs and last.prices_stamp == book.stamp:
-        return reordered(last, inputs)
+        return reordered(last, inputs), st.session_state.get(_MEASURED, {})
     calibrations = stored_calibrations()
     key = (inputs.priced_inputs, calibrations, book.stamp)
     shared = _shared_rankings().get(key)
     if shared is not None:
         st.session_state[_RANKING] = shared
-        return reordered(shared, inputs)
+        return reordered(shared, inputs), _measured(shared, calibrations)
     bar = st.progress(0.0, text=_("Estimating each option…"))
     shown = [-1]
 
@@ -231,7 +237,17 @@ def _ranking(inputs: CompareInputs) -> Ranking:
     bar.empty()
     st.session_state[_RANKING] = ranking
     _shared_rankings().put(key, ranking)
-    return ranking
+    return ranking, _measured(ranking, calibrations)
+
+
+def _measured(ranking: Ranking, calibrations: tuple[Calibration, ...]) -> Measured:
+    """The options stored runs measured, kept for this session's reruns of the same ranking."""
+    inputs = ranking.inputs
+    found = measured_options(
+        ranking.options, inputs.model, inputs.in_tokens_per_request, inputs.out_tokens_per_request, calibrations
+    )
+    st.session_state[_MEASURED] = found
+    return found
 
 
 def body() -> None:
@@ -258,7 +274,7 @@ def body() -> None:
 
 
 def _results(inputs: CompareInputs) -> None:
-    ranking = _ranking(inputs)
+    ranking, measured = _ranking(inputs)
     if not ranking.options:
         st.warning(
             _(
@@ -281,7 +297,7 @@ def _results(inputs: CompareInputs) -> None:
         [_("Ranking"), _("Cost vs latency"), _("Option details")], key=TABS, on_change="rerun"
     )
     with table:
-        ranking_table(ranking)
+        ranking_table(ranking, measured)
     if chart.open:
         figure = cost_latency_figure(ranking, inputs.latency, tr=_, language=language())
         chart.plotly_chart(figure, key="compare.fig.cost_latency")

@@ -244,7 +244,7 @@ def _one(result: RunResult, key: str, after_cards: Callable[[], bool] | None = N
     estimate_vs_measured(result)
     if not run_details(result, key, after_cards=after_cards):
         return  # the first run ends with the run's cards; the rest follows once the browser has drawn them
-    downloads(result, key)
+    downloads(result, key, formats=True)
     _delete_controls(result)
 
 

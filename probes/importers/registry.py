@@ -11,12 +11,23 @@ from pydantic import ValidationError
 from probes.importers.aiperf import AiperfImporter
 from probes.importers.base import ImportedRun, Importer, ImportFormatError
 from probes.importers.guidellm import GuidellmImporter
+from probes.importers.inference_perf import IMPORTER as INFERENCE_PERF
+from probes.importers.inferencex import IMPORTER as INFERENCEX
+from probes.importers.llmd_br import IMPORTER as LLMD_BR
 from probes.importers.sglang import SglangImporter
 from probes.importers.vllm import VllmImporter
 
 AUTO = "auto"
 # Detection order: the most specific markers first (SGLang's lines before vLLM's object, which share key names).
-IMPORTERS: tuple[Importer, ...] = (AiperfImporter(), GuidellmImporter(), SglangImporter(), VllmImporter())
+IMPORTERS: tuple[Importer, ...] = (
+    AiperfImporter(),
+    GuidellmImporter(),
+    LLMD_BR,
+    INFERENCE_PERF,
+    INFERENCEX,
+    SglangImporter(),
+    VllmImporter(),
+)
 
 
 def format_ids() -> tuple[str, ...]:

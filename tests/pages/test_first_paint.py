@@ -103,7 +103,7 @@ def test_an_opened_run_shows_its_cards_first(fake: FakeServer, engine: object) -
     assert [t.label for t in at.tabs] == ["Newest", "Every run: sort, search, download"]  # the list, not the run's
     assert "runs.model" not in widget_keys(at) and not at.get("download_button")
     at = painted(at, "runs")
-    assert beacons(at) == 0 and "runs.model" in widget_keys(at) and len(at.get("download_button")) == 3
+    assert beacons(at) == 0 and "runs.model" in widget_keys(at) and len(at.get("download_button")) == 5
 
 
 def test_the_list_comes_first_then_its_filters_and_the_picker(fake: FakeServer, engine: object) -> None:  # noqa: F811

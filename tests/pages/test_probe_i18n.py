@@ -267,7 +267,13 @@ def test_runs_list_filters_open_compare_and_delete_in_chinese(fake: FakeServer, 
     _clean(one)
     assert metric(one, "满足 SLO 的最高并发") == "2"
     assert any(" · 模型 fake" in c and " · 负载 seed · " in c and "，每档 3 个请求" in c for c in texts(one.caption))
-    assert sorted(b.proto.label for b in one.get("download_button")) == ["下载 JSON", "下载档位 CSV", "下载请求 CSV"]
+    assert sorted(b.proto.label for b in one.get("download_button")) == [
+        "下载 JSON",
+        "下载 llm-d 基准报告",
+        "下载 vLLM 结果 JSON",
+        "下载档位 CSV",
+        "下载请求 CSV",
+    ]
     assert one.button(key=f"runs.delete.{first}").label == "删除压测…"
     one.button(key=f"runs.delete.{first}").click().run()
     _clean(one)

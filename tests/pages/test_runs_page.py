@@ -100,7 +100,13 @@ def test_open_one_run_shows_its_figures_and_exports(engine: object, fake: FakeSe
     assert len(at.get("plotly_chart")) == 0  # lazy tabs: the levels table first, the charts once opened
     assert len(open_tab(at, f"runs.run.{run_id}.tab", "Latency").get("plotly_chart")) == 1
     buttons = {b.proto.label: b.proto for b in at.get("download_button")}
-    assert set(buttons) == {"Download JSON", "Download levels CSV", "Download requests CSV"}
+    assert set(buttons) == {
+        "Download JSON",
+        "Download levels CSV",
+        "Download requests CSV",
+        "Download llm-d Benchmark Report",
+        "Download vLLM result JSON",
+    }
     assert all(b.deferred_file_id for b in buttons.values())  # built on click, not on every rerun
     # What the JSON button serves: the CLI's schema, every request, units in the keys.
     result = get_run(engine, run_id)
@@ -124,7 +130,7 @@ def test_compare_two_runs_overlays_them(engine: object, fake: FakeServer) -> Non
     assert any(n.startswith("eight") for n in names) and any(n.startswith("four") for n in names)
     table = next(d.value for d in at.dataframe if "concurrency" in d.value.columns)  # the levels side by side
     assert len(table) == 4 and {"run", "concurrency", "output tok/s"} <= set(table.columns)
-    assert len(at.get("download_button")) == 6  # each run keeps its own exports
+    assert len(at.get("download_button")) == 10  # each run keeps its own exports
 
 
 def test_delete_asks_first_then_removes_the_run_and_its_link(engine: object, fake: FakeServer) -> None:

@@ -1,5 +1,6 @@
 """The compare page's every option: the ranked table, one option's details, and what was left out."""
 
+from collections.abc import Mapping
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -8,6 +9,7 @@ from streamlit.elements.lib.column_types import ColumnConfig
 
 from i18n import N_
 from tco import format_money
+from tco.measured import MeasuredBeside, OptionKey, option_key
 from tco.options import RankedOption, reason_text
 from tco.ranking import Ranking
 from ui.lang import _, language
@@ -30,8 +32,12 @@ def selector_link(option: RankedOption) -> str:
     return "/selector?" + urlencode(to_params(option.advice_request))
 
 
-def ranking_table(ranking: Ranking) -> None:
-    """The ranked options; the data keeps its English column keys, the headers are in the page's language."""
+def ranking_table(ranking: Ranking, measured: Mapping[OptionKey, MeasuredBeside] | None = None) -> None:
+    """The ranked options; the data keeps its English column keys, the headers are in the page's language.
+
+    measured: the options a stored run (probed or imported) measured, shown beside their estimate and marked.
+    """
+    measured = measured or {}
     cur = ranking.inputs.currency.value
     per_million, fleet, price, per_million_range = (
         f"per 1M output tokens ({cur})",
@@ -59,6 +65,7 @@ def ranking_table(ranking: Ranking) -> None:
             "TTFT p99 ms": _MISSING if o.ttft_p99_ms is None else f"{o.ttft_p99_ms:,.0f}",
             "TPOT p50 ms": o.tpot_p50_ms,
             "tok/s per replica": o.output_tok_s,
+            **_measured_cells(measured.get(option_key(o))),
             "price tier": price_used(o),
             "band": f"{o.band_low:.2f}–{o.band_high:.2f}×",
             "bands": o.bands_text(_),
@@ -73,6 +80,20 @@ def ranking_table(ranking: Ranking) -> None:
         for o in ranking.options
     ]
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="compare.table", column_config=_column_config(cur))
+
+
+def _measured_cells(beside: MeasuredBeside | None) -> dict[str, object]:
+    """The measured columns of one option: the mark, the measured tok/s, its distance to the estimate."""
+    if beside is None:
+        return {"measured": "", "measured tok/s per replica": None, "measured vs estimate": _MISSING}
+    mark = _("✓ run {run}, concurrency {concurrency}").format(run=beside.run_id[:8], concurrency=beside.concurrency)
+    if beside.distance_ratio is not None:
+        distance = f"{beside.distance_ratio:+.0%}"
+    elif not beside.same_load:
+        distance = _("at another concurrency")
+    else:
+        distance = _MISSING
+    return {"measured": mark, "measured tok/s per replica": beside.output_tok_s, "measured vs estimate": distance}
 
 
 def _column_config(cur: str) -> dict[str, ColumnConfig]:
@@ -116,6 +137,18 @@ def _column_config(cur: str) -> dict[str, ColumnConfig]:
         "TTFT p99 ms": st.column_config.TextColumn(help=_("— where the estimate has no p99")),
         "TPOT p50 ms": st.column_config.NumberColumn(format="%.1f"),
         "tok/s per replica": st.column_config.NumberColumn(_("tok/s per replica"), format="%.0f"),
+        "measured": st.column_config.TextColumn(
+            _("measured"),
+            help=_(
+                "a stored run (probed or imported) of this GPU, count, model, engine and quantization at request "
+                "lengths near yours: the run and the concurrency of its level nearest this option's"
+            ),
+        ),
+        "measured tok/s per replica": st.column_config.NumberColumn(_("measured tok/s per replica"), format="%.0f"),
+        "measured vs estimate": st.column_config.TextColumn(
+            _("measured vs estimate"),
+            help=_("measured output tok/s over the estimate, minus one; only where the run measured this concurrency"),
+        ),
         "cost calculator": st.column_config.LinkColumn(_("cost calculator"), display_text=_("open /tco")),
         "engine advisor": st.column_config.LinkColumn(_("engine advisor"), display_text=_("open /selector")),
     }
