@@ -1,7 +1,8 @@
 """Bands from held-out error: measured / estimated at the 10th and 90th percentiles, per metric and per key.
 
-A band is quoted for the most specific key that has enough held-out sources behind it: the engine on this GPU
-architecture, else the engine, else every engine. Coverage is checked the way a user meets the band: each source
+A band is quoted for the most specific key (the engine on this GPU architecture, the engine, every engine), its
+quantiles shrunk towards the wider keys' by how few held-out sources it rests on.
+Coverage is checked the way a user meets the band: each source
 in turn is left out of the band's quantiles too, and its measurements are counted inside or outside.
 """
 
@@ -98,18 +99,28 @@ def metric_bands(
 
 
 def choose(bands: dict[str, BandStats], metric: str, keys: Sequence[str]) -> tuple[str, BandStats]:
-    """The first key with enough held-out units behind it (else the last key that has a band at all)."""
-    found: tuple[str, BandStats] | None = None
-    for key in keys:
-        band = bands.get(band_key(metric, key))
-        if band is None:
-            continue
-        found = (key, band)
-        if band.groups >= _band_fact("min_groups"):
-            return found
-    if found is None:
+    """The band of the most specific key, shrunk towards its parents' by how few held-out sources it rests on.
+
+    From the last (widest) key with a band to the first, each key's ends are averaged with its parent's in log
+    space, weighing the key's sources against `shrink_sources`: a key of 1 source moves the pooled band a little,
+    one of many sources nearly decides it. Every quantile comes from held-out residuals of other sources.
+    """
+    found = [(key, band) for key in keys if (band := bands.get(band_key(metric, key))) is not None]
+    if not found:
         raise KeyError(f"no band for {metric} under {', '.join(keys)}")
-    return found
+    widest = found[-1][1]
+    low, high = math.log(widest.low_ratio), math.log(widest.high_ratio)
+    groups, points = widest.groups, widest.points
+    shrink = _band_fact("shrink_sources")
+    for _, band in reversed(found[:-1]):
+        weight = band.groups / (band.groups + shrink)
+        low = weight * math.log(band.low_ratio) + (1 - weight) * low
+        high = weight * math.log(band.high_ratio) + (1 - weight) * high
+        groups, points = band.groups, band.points
+    shrunk = BandStats(
+        low_ratio=round(math.exp(low), 4), high_ratio=round(math.exp(high), 4), groups=groups, points=points
+    )
+    return found[0][0], shrunk
 
 
 def coverage(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -> dict[int, dict[str, bool]]:

@@ -13,8 +13,13 @@ from perf.pointfeatures import PointFeatures
 
 Array = npt.NDArray[np.float64]
 POOLED = "all"
-TTFT_TERMS = ("simulated", "request_s", "per_1k_prompt_s")
-"""The TTFT readout's terms: reported TTFT = simulated x a + b + c x prompt tokens / 1000 (seconds)."""
+TTFT_TERMS = ("simulated_first_wave", "simulated_later", "request_s", "per_1k_prompt_s")
+"""The TTFT readout's terms: reported TTFT = a1 x simulated (first wave) + a2 x simulated (later requests) + b
++ c x prompt tokens / 1000 (seconds). The first wave (every user arriving at once) waits behind every other
+prompt; later requests arrive staggered, as nearly all of a long benchmark's do, so each has its own factor."""
+CONSTANT = TTFT_TERMS.index("request_s")
+NEUTRAL_READOUT = (1.0, 1.0, 0.0, 0.0)
+"""The readout that reports the simulated TTFT unchanged."""
 
 
 @dataclass(frozen=True)
@@ -78,9 +83,15 @@ def fit_theta(rows: Sequence[Row]) -> tuple[float, ...]:
     return tuple(float(v) for v in _median_unbiased(a, b))
 
 
-def ttft_terms(simulated_s: float, input_tokens: float) -> tuple[float, float, float]:
-    """The TTFT readout's inputs for one request (see TTFT_TERMS)."""
-    return simulated_s, 1.0, input_tokens / 1000.0
+def ttft_terms(first_wave_s: float, later_s: float, input_tokens: float) -> tuple[float, float, float, float]:
+    """The TTFT readout's inputs (see TTFT_TERMS): simulated TTFT of first-wave and of later requests, prompt."""
+    return first_wave_s, later_s, 1.0, input_tokens / 1000.0
+
+
+def row_ttft_terms(row: "Row", theta: Sequence[float]) -> tuple[float, float, float, float]:
+    """A point's mean TTFT readout inputs under theta (each wave's share of the mean simulated TTFT)."""
+    f = row.features
+    return ttft_terms(float(np.dot(theta, f.ttft_first)), float(np.dot(theta, f.ttft_later)), row.point.input_tokens)
 
 
 def idle_points(rows: Sequence[Row]) -> int:
@@ -98,13 +109,16 @@ def fit_ttft(rows: Sequence[Row], theta: Sequence[float], constant_s: float | No
     """
     measured = [r for r in rows if r.point.ttft_ms and r.point.ttft_stat == "mean"]
     if not measured:
-        return (1.0, 0.0, 0.0)
-    terms = np.asarray([ttft_terms(float(np.dot(theta, r.features.ttft)), r.point.input_tokens) for r in measured])
+        return NEUTRAL_READOUT
+    terms = np.asarray([row_ttft_terms(r, theta) for r in measured])
     ttft_s = np.asarray([(r.point.ttft_ms or 0.0) / 1e3 for r in measured])
     if constant_s is None:
         return tuple(float(v) for v in _median_unbiased(terms / ttft_s[:, None], np.ones(len(measured))))
-    scale, per_1k = _median_unbiased(terms[:, [0, 2]] / ttft_s[:, None], 1.0 - constant_s / ttft_s)
-    return float(scale), constant_s, float(per_1k)
+    free = [i for i in range(len(TTFT_TERMS)) if i != CONSTANT]
+    fitted = _median_unbiased(terms[:, free] / ttft_s[:, None], 1.0 - constant_s / ttft_s)
+    out = [float(v) for v in fitted]
+    out.insert(CONSTANT, constant_s)
+    return tuple(out)
 
 
 def readout(family_rows: Sequence[Row], theta: Sequence[float], pooled_rows: Sequence[Row]) -> tuple[float, ...]:
@@ -116,7 +130,7 @@ def readout(family_rows: Sequence[Row], theta: Sequence[float], pooled_rows: Seq
     if idle_points(family_rows) >= _fit_fact("ttft_constant_min_idle_points"):
         return fit_ttft(family_rows, theta)
     pooled = fit_ttft(pooled_rows, fit_theta(pooled_rows))
-    return fit_ttft(family_rows, theta, constant_s=pooled[1])
+    return fit_ttft(family_rows, theta, constant_s=pooled[CONSTANT])
 
 
 def family_rows(rows: Sequence[Row], family: str) -> list[Row]:

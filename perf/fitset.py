@@ -1,6 +1,7 @@
 """The public measurements the step model is fitted and validated on, read into catalog terms."""
 
 import math
+import os
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -15,6 +16,7 @@ from perf.inputs import PerfRequest
 
 DATA = Path(__file__).parent / "data"
 FITSET_TOML = DATA / "fitset.toml"
+LOCAL_POINTS_ENV = "PERF_LOCAL_POINTS"
 
 
 class Point(BaseModel):
@@ -160,10 +162,22 @@ def published_points() -> tuple[Point, ...]:
     return tuple(_published())
 
 
+def local_points_files() -> list[Path]:
+    """Local CSVs written by `python -m perf.localsource`, named by PERF_LOCAL_POINTS (os.pathsep between them)."""
+    return [Path(p) for p in os.environ.get(LOCAL_POINTS_ENV, "").split(os.pathsep) if p]
+
+
 def _published() -> list[Point]:
     path = DATA / str(_section("published")["file"])
-    if not path.exists():
-        return []
+    points = []
+    for found in (path, *local_points_files()):
+        if found.exists():
+            points += read_points(found)
+    return points
+
+
+def read_points(path: Path) -> list[Point]:
+    """The measured points of one CSV in published_points.csv's columns."""
     points = []
     for row in read_rows(path, comment="#"):
         conc = row["concurrency"].strip()

@@ -43,17 +43,19 @@ def summarise(
     *,
     concurrency: int | None,
     rate: float | None,
-    readout: tuple[float, ...] = (1.0, 0.0, 0.0),
+    readout: tuple[float, ...] = (1.0, 1.0, 0.0, 0.0),
 ) -> LevelEstimate:
     """One level's figures from its requests' arrival, first-token and finish times (seconds).
 
-    TTFT is read out of the simulated time to the first token (`readout`, perf.fit.TTFT_TERMS); the first token
-    then starts the decode, so E2E and TPOT come from the simulated times and TTFT shifts E2E by its readout.
+    TTFT is read out of the simulated time to the first token (`readout`, perf.fit.TTFT_TERMS: the first wave, sent
+    at time 0, and later requests each with their factor); the first token then starts the decode, so E2E and TPOT
+    come from the simulated times and TTFT shifts E2E by its readout.
     """
     arrival, first, finish = times
-    a, request_s, per_1k_s = readout
+    first_wave, later, request_s, per_1k_s = readout
     prompt_s = (workload.input_tokens - workload.cached_tokens) / 1000.0 * per_1k_s
-    ttft = ((first - arrival) * a + request_s + prompt_s) * 1000
+    factor = np.where(arrival == 0.0, first_wave, later)
+    ttft = ((first - arrival) * factor + request_s + prompt_s) * 1000
     e2e = ttft + (finish - first) * 1000
     per_token = max(workload.output_tokens - 1, 1)
     span = max(span_s, 1e-9)

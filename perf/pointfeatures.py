@@ -24,6 +24,8 @@ class PointFeatures(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     ttft: tuple[float, ...]
+    ttft_first: tuple[float, ...]  # the first wave's share of `ttft` (requests sent at the start, all at once)
+    ttft_later: tuple[float, ...]  # the later requests' share (ttft = ttft_first + ttft_later)
     tpot: tuple[float, ...]
     span: tuple[float, ...]  # the whole run, first arrival to last finish (one-batch loads divide by it)
     preemptions: int
@@ -63,18 +65,23 @@ def point_features(point: Point) -> PointFeatures | None:
     workload = Workload(point.input_tokens, point.output_tokens)
     requests = c if point.load == "one-batch" else closed_loop_requests(c)
     outcome = closed_loop(engine, workload, c, requests, collect=True)
-    ttft = np.zeros(len(FEATURES))
+    first_wave, later = np.zeros(len(FEATURES)), np.zeros(len(FEATURES))
     tpot = np.zeros(len(FEATURES))
     per_token = max(point.output_tokens - 1, 1)
     for r in outcome.requests:  # every request counts, the first wave (all arriving at once) too, as in a probe
         assert r.phi_arrival is not None and r.phi_first is not None and r.phi_finish is not None
-        ttft += r.phi_first - r.phi_arrival
+        if r.arrival == 0.0:
+            first_wave += r.phi_first - r.phi_arrival
+        else:
+            later += r.phi_first - r.phi_arrival
         tpot += (r.phi_finish - r.phi_first) / per_token
     n = len(outcome.requests)
     last = max(outcome.requests, key=lambda r: r.finish)
     assert last.phi_finish is not None
     return PointFeatures(
-        ttft=tuple(float(v) for v in ttft / n),
+        ttft=tuple(float(v) for v in (first_wave + later) / n),
+        ttft_first=tuple(float(v) for v in first_wave / n),
+        ttft_later=tuple(float(v) for v in later / n),
         tpot=tuple(float(v) for v in tpot / n),
         span=tuple(float(v) for v in last.phi_finish),
         preemptions=outcome.preemptions,

@@ -42,7 +42,7 @@ def replica_engine(
     computed_per_step: float = 1.0,
     draft_share: float = 0.0,
     kv_capacity: int | None = None,
-    ttft_readout: tuple[float, ...] = (1.0, 0.0, 0.0),
+    ttft_readout: tuple[float, ...] = (1.0, 1.0, 0.0, 0.0),
 ) -> Engine:
     """The simulated engine for one replica."""
     cost = StepCost(model, gpu, quant, kv_dtype, shape, draft_share=draft_share)

@@ -36,7 +36,7 @@ class Engine:
     kv_capacity_tokens: int
     accepted_per_step: float = 1.0  # output tokens a decode step yields (speculation: the expected accepted length)
     computed_per_step: float = 1.0  # tokens a decode step computes per sequence (speculation: drafts + 1)
-    ttft_readout: tuple[float, ...] = (1.0, 0.0, 0.0)  # reported TTFT from simulated TTFT (perf.fit.TTFT_TERMS)
+    ttft_readout: tuple[float, ...] = (1.0, 1.0, 0.0, 0.0)  # reported TTFT from simulated TTFT (perf.fit.TTFT_TERMS)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from catalog import find_gpu
-from perf.fit import POOLED, Row, fit_theta, readout, ttft_terms
+from perf.fit import NEUTRAL_READOUT, POOLED, Row, fit_theta, readout, row_ttft_terms, ttft_terms
 from perf.fitset import Point
 
 FitFn = Callable[[Sequence[Row]], tuple[float, ...]]
@@ -51,13 +51,13 @@ class Prediction:
         return tuple(abs(1 / r - 1) if r == r else r for r in map(self.ratio, ("tpot_ms", "ttft_ms", "output_tok_s")))  # type: ignore[return-value]
 
 
-def predict(theta: Sequence[float], row: Row, ttft: Sequence[float] = (1.0, 0.0, 0.0)) -> Prediction:
+def predict(theta: Sequence[float], row: Row, ttft: Sequence[float] = NEUTRAL_READOUT) -> Prediction:
     """A point's TPOT, TTFT (through the TTFT readout) and closed-loop tokens/s under theta."""
     p, f = row.point, row.features
     tpot_ms = float(np.dot(theta, f.tpot)) * 1000.0
-    ttft_ms = float(np.dot(ttft, ttft_terms(float(np.dot(theta, f.ttft)), p.input_tokens))) * 1000.0
+    ttft_ms = float(np.dot(ttft, row_ttft_terms(row, theta))) * 1000.0
     if p.load == "one-batch":  # every request at once: all the output over the whole run
-        shift_s = float(np.dot(ttft[1:], ttft_terms(0.0, p.input_tokens)[1:]))
+        shift_s = float(np.dot(ttft, ttft_terms(0.0, 0.0, p.input_tokens)))
         span_ms = (float(np.dot(theta, f.span)) + shift_s) * 1000.0
         tok_s = (p.concurrency or 0) * p.output_tokens / span_ms * 1000.0 if span_ms > 0 else 0.0
     else:  # a closed loop: users / mean E2E, as the measured throughput is computed

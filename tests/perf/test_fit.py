@@ -4,7 +4,7 @@ import pytest
 
 from perf.accuracy import Check, accuracy, calibration_check, target_checks, targets
 from perf.coefficients import Validation, build, feature_rows, load_coefficients
-from perf.fit import POOLED, Row, family_rows, fit_theta, idle_points
+from perf.fit import CONSTANT, POOLED, Row, family_rows, fit_theta, idle_points
 from perf.validate import median_ape
 
 
@@ -32,11 +32,11 @@ def test_the_stored_coefficients_are_what_the_fit_set_gives(built: tuple[object,
 
 def test_a_family_measured_only_busy_takes_the_pooled_constant_and_one_user_waits_no_longer(rows: list[Row]) -> None:
     families = load_coefficients().families
-    pooled_constant = families[POOLED].ttft[1]
+    pooled_constant = families[POOLED].ttft[CONSTANT]
     busy_only = [name for name in families if name != POOLED and not idle_points(family_rows(rows, name))]
     assert busy_only, "the check is vacuous: every family has a TTFT measured at one user"
     for name in busy_only:
-        assert families[name].ttft[1] == pooled_constant, name
+        assert families[name].ttft[CONSTANT] == pooled_constant, name
 
 
 def test_held_out_by_source_every_target_holds(built: tuple[object, Validation]) -> None:
