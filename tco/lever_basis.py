@@ -13,7 +13,7 @@ FULL_PRECISION_BITS = 16.0  # a format at this many bits per weight or more is n
 
 def measured_or_estimated(inputs: TcoInputs) -> bool:
     """The throughput came from perf's estimate or a probe run (not typed by hand)."""
-    return inputs.tps_source != TpsSource.ENTERED or inputs.requests_per_s_per_replica is not None
+    return inputs.throughput_derived
 
 
 def quantized_throughput(inputs: TcoInputs) -> str | None:
