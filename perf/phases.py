@@ -6,17 +6,15 @@ the mean context: prompt + half the answer). Its prefill rides in steps the othe
 prefill, at most the engine's token budget per step): it costs the time those steps take beyond the decode alone.
 That prefill time is split in two: what the uncached tokens cost with no prefix at all (their GEMMs and attention
 among themselves), and what the cached prefix adds (its KV read and the new tokens' attention over it), which is the
-cost of the cached tokens. Method and figures: docs/token-costs.md.
+cost of the cached tokens. The estimate computes it once at its SLO operating point (`Estimate.phases`, a few
+hundredths of a millisecond); method and figures: docs/token-costs.md.
 """
 
 import math
-from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
 from perf.features import StepInputs
-from perf.inputs import PerfRequest
-from perf.resolve import resolve
 from perf.simulate import Engine
 
 PROBE_SHARE = 0.01  # with no cached prefix, a cached token's cost is read at a prefix of 1% of the prompt
@@ -93,15 +91,3 @@ def split_phases(
         decode_s=decode_s,
         cached_s_per_token=per_cached,
     )
-
-
-@lru_cache(maxsize=16_384)
-def phase_seconds(request: PerfRequest, concurrency: int) -> PhaseSeconds:
-    """The request's phases at `concurrency` users, for the configuration perf estimates (cached: frozen inputs).
-
-    The cached prefix is `request.prefix_cache_hit` of the prompt, as the estimate simulates it. A calibration scales
-    every coefficient alike, so it leaves the shares unchanged and is not needed here. Raises PerfError as resolve().
-    """
-    setup = resolve(request)
-    w = setup.workload
-    return split_phases(setup.base, w.input_tokens, w.cached_tokens, w.output_tokens, concurrency)

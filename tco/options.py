@@ -12,7 +12,7 @@ from catalog.quantization import get_quant
 from i18n import N_, Translate, identity
 from perf import Band, Basis, Calibration, NoEstimateError, PerfError, Slo, request_from_advice
 from perf.hardware import UNMODELLED_KINDS
-from perf.phases import PhaseSeconds, phase_seconds
+from perf.phases import PhaseSeconds
 from perf.result import Wording, bands_text
 from selector import AdviceRequest, SelectorError, advise, gate
 from selector.inputs import MIN_CONTEXT_TOKENS
@@ -356,19 +356,20 @@ def price_option(
 
 
 def _phases(inputs: CompareInputs, point: OperatingPoint) -> PhaseSeconds | None:
-    """The estimator's split of the option's request at its operating point (cached per request and concurrency)."""
-    if inputs.token_split != SplitBasis.ESTIMATE:
-        return None
-    try:
-        return phase_seconds(point.estimate.request, point.concurrency)
-    except PerfError:  # pragma: no cover - the estimate resolved this very request
-        return None
+    """The estimator's split of the option's request at its operating point (computed once, with the estimate)."""
+    return point.estimate.phases if inputs.token_split == SplitBasis.ESTIMATE else None
 
 
 def _levels(point: OperatingPoint) -> tuple[LevelPoint, ...]:
-    """The option's estimated loads (one user, and the highest load within the SLO), for the cost-ceiling question."""
+    """The option's estimated load curve, for the cost-ceiling question.
+
+    Every closed-loop level the estimate simulated: one user, the doubling and bisection of its SLO search (1, 2, 4,
+    8, ... up to the highest load within the SLO and the first beyond it) and the maximum-throughput point; no
+    level is simulated for this.
+    """
     est = point.estimate
-    estimated = {lv.concurrency: lv for lv in (*est.levels, est.slo_level) if lv is not None and lv.concurrency}
+    curve = (*est.levels, *est.searched_levels, est.slo_level)
+    estimated = {lv.concurrency: lv for lv in curve if lv is not None and lv.concurrency}
     return tuple(
         LevelPoint(concurrency=c, output_tok_s=lv.output_tok_s, tpot_p50_ms=lv.tpot_ms.p50, meets_slo=lv.meets_slo)
         for c, lv in sorted(estimated.items())

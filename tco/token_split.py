@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 
 from perf import Calibration, PerfError
-from perf.phases import PhaseSeconds, phase_seconds
+from perf.phases import PhaseSeconds
 from tco.inputs import CUSTOM_GPU, SplitBasis, TcoInputs
 from tco.throughput import estimate_tps
 
@@ -21,7 +21,7 @@ def phases_for(inputs: TcoInputs, calibrations: Sequence[Calibration] = ()) -> P
     if inputs.gpu == CUSTOM_GPU:
         return "a custom GPU has no step-time model"
     try:
-        point = estimate_tps(inputs, calibrations)
-        return phase_seconds(point.estimate.request, point.concurrency)
+        phases = estimate_tps(inputs, calibrations).estimate.phases
     except PerfError as exc:
         return str(exc)
+    return phases if phases is not None else "the estimate has no split"

@@ -3,7 +3,7 @@
 import pytest
 
 from perf import PerfRequest
-from perf.phases import phase_seconds, split_phases
+from perf.phases import split_phases
 from perf.resolve import resolve
 from tco.throughput import operating_point
 
@@ -52,7 +52,8 @@ def test_a_cached_token_costs_something_but_far_less_than_computing_it() -> None
 def test_the_phases_add_up_to_about_the_replica_time_the_estimate_simulates(gpu: str, ins: int, outs: int) -> None:
     request = PerfRequest(gpu=gpu, model="qwen2.5-7b", engine="vllm", input_tokens=ins, output_tokens=outs)
     point = operating_point(request)
-    phases = phase_seconds(point.estimate.request, point.concurrency)
+    phases = point.estimate.phases  # computed with the estimate, at its operating point
+    assert phases is not None
     simulated_s = 1 / point.level.req_s  # one replica's seconds per request at the operating point
     assert phases.concurrency == point.concurrency
     assert phases.total_s == pytest.approx(simulated_s, rel=0.25)

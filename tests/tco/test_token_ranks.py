@@ -5,6 +5,7 @@ import pytest
 from tco import estimate
 from tco.compare_inputs import CompareInputs, RankBy
 from tco.inputs import SplitBasis
+from tco.inverse import best_interactivity, cost_per_million_at
 from tco.options import RankedOption
 from tco.ranking import Ranking, rank, reordered
 from tco.token_split import phases_for
@@ -70,3 +71,20 @@ def test_a_cached_share_prices_cached_input_and_raises_throughput(rag: Ranking) 
         assert cached is not None and 0 < cached < (option.tokens.full_load.input_per_million or 0)
         assert option.tco_inputs.cached_pct == 50
         assert option.output_tok_s >= cold.output_tok_s  # half of each prompt no longer prefilled
+
+
+def test_the_cost_ceiling_searches_each_options_estimated_load_curve(rag: Ranking) -> None:
+    option = next(o for o in rag.options if o.meets_slo and o.concurrency >= 4)
+    within = [lv for lv in option.levels if lv.meets_slo]
+    assert len(within) > 2, "more loads than one user and the SLO point"
+    assert {1, option.concurrency} <= {lv.concurrency for lv in within}
+    # a ceiling between one user's cost and the SLO point's lands on a load in between, which streams faster than
+    # the SLO point and costs less than one user
+    one, top = within[0], max(within, key=lambda lv: lv.concurrency)
+    middle = sorted(within, key=lambda lv: lv.concurrency)[len(within) // 2]
+    price, gpus = option.price_per_gpu_hour, option.gpus_per_replica
+    ceiling = cost_per_million_at(middle, price, gpus) * 1.0001
+    best = best_interactivity([(option.label, price, gpus, option.levels)], ceiling)
+    assert best is not None and 1 < best.concurrency < top.concurrency
+    assert best.tok_s_per_user >= middle.tok_s_per_user > top.tok_s_per_user
+    assert best.cost_per_million_output_tokens <= ceiling < cost_per_million_at(one, price, gpus)
