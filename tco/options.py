@@ -272,7 +272,7 @@ def _tco_inputs(
             "in_tokens": inputs.in_tokens_per_request,
             "prefill_share": inputs.prefill_time_pct,
             "cached": inputs.cached_pct,
-            "split": inputs.token_split,
+            "split": None if inputs.token_split == SplitBasis.ESTIMATE else inputs.token_split,  # an estimate's default
             "traffic": inputs.traffic_requests_per_day,
             "peak": inputs.peak_to_average,
             "util": inputs.target_utilization_pct,

@@ -47,7 +47,8 @@ def test_by_input_the_compute_strong_gpu_wins_by_output_the_bandwidth_strong_one
 def test_each_options_cost_page_link_carries_the_split_and_prices_the_same(rag: Ranking) -> None:
     for option in rag.options[:3]:
         inputs = option.tco_inputs
-        assert inputs.split_basis == SplitBasis.ESTIMATE and inputs.cached_pct == 0
+        assert inputs.token_split is None and inputs.split_basis == SplitBasis.ESTIMATE  # an estimate's default
+        assert inputs.cached_pct == 0
         linked = estimate(inputs, phases=phases_for(inputs)).tokens  # what its /tco link shows
         assert option.tokens is not None
         assert linked.full_load.input_per_million == pytest.approx(option.tokens.full_load.input_per_million)
@@ -59,6 +60,7 @@ def test_with_one_assumed_share_the_input_order_is_the_per_million_order() -> No
     assert _order(shared, RankBy.INPUT) == _order(shared, RankBy.PER_MILLION)
     option = shared.options[0]
     assert option.tokens is not None and option.tokens.split.basis == SplitBasis.SHARE
+    assert option.tco_inputs.token_split == SplitBasis.SHARE  # its /tco link says split=share
 
 
 def test_a_cached_share_prices_cached_input_and_raises_throughput(rag: Ranking) -> None:
