@@ -15,9 +15,8 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from perf.features import StepInputs
+from perf.hardware import model_facts
 from perf.simulate import Engine
-
-PROBE_SHARE = 0.01  # with no cached prefix, a cached token's cost is read at a prefix of 1% of the prompt
 
 
 class PhaseSeconds(BaseModel):
@@ -77,7 +76,9 @@ def split_phases(
     )
     cached = min(max(cached_tokens, 0), input_tokens - 1)
     new = input_tokens - cached
-    probe = cached or max(1, round(input_tokens * PROBE_SHARE))
+    probe_share = model_facts()["phases"]["cached_probe_share"]
+    assert isinstance(probe_share, float)
+    probe = cached or max(1, round(input_tokens * probe_share))
     probe_new = max(input_tokens - probe, 1)
     probe_s = _prefill_s(engine, others, probe_new, probe) - _prefill_s(engine, others, probe_new, 0)
     per_cached = max(probe_s, 0.0) / probe
