@@ -14,6 +14,7 @@ from perf.fitset import Point, published_points
 from perf.hardware import model_facts
 from perf.inputs import ENGINE_FAMILIES, PerfRequest
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
+from perf.phases import split_phases
 from perf.resolve import Setup, copy_gpus, resolve
 from perf.result import Band, Basis, Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Wording
 from perf.simulate import Engine, Workload
@@ -135,6 +136,7 @@ class _Loads:
     best_concurrency: int | None
     slo_level: LevelEstimate | None
     best_rate: float | None
+    searched: tuple[LevelEstimate, ...]  # every closed-loop level simulated (asked, searched, maximum), by concurrency
 
 
 def _simulated(request: PerfRequest, setup: Setup, engine: Engine, ttft_factor: float) -> _Loads:
@@ -171,6 +173,7 @@ def _simulated(request: PerfRequest, setup: Setup, engine: Engine, ttft_factor: 
         best_concurrency=best_c,
         slo_level=at(best_c) if best_c else None,
         best_rate=best_rate,
+        searched=tuple(cache[c] for c in sorted(cache)),
     )
 
 
@@ -238,6 +241,14 @@ def _result(
         basis=basis,
         notes=(*advice.warnings, *(w.worded() for w in notes)),
         note_wordings=tuple(notes),
+        searched_levels=loads.searched,
+        phases=split_phases(
+            setup.base,
+            setup.workload.input_tokens,
+            setup.workload.cached_tokens,
+            setup.workload.output_tokens,
+            loads.best_concurrency or 1,
+        ),
     )
 
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from i18n import N_, Translate, identity
 from perf.features import ReplicaShape
 from perf.inputs import PerfRequest
+from perf.phases import PhaseSeconds
 
 BasisKind = Literal["datasheet", "fitted", "extrapolated", "calibrated"]
 BASIS_KINDS: dict[str, str] = {
@@ -189,6 +190,9 @@ class Estimate(BaseModel):
     basis: Basis
     notes: tuple[str, ...] = ()
     note_wordings: tuple[Wording, ...] = Field(default=(), exclude=True)  # perf's own notes, for other languages
+    searched_levels: tuple[LevelEstimate, ...] = Field(default=(), exclude=True)  # the load curve the SLO search ran
+    # a request's seconds of prefill, cached prefix and decode at the SLO operating point (concurrency 1 without one)
+    phases: PhaseSeconds | None = Field(default=None, exclude=True)
 
     def bands_text(self, tr: Translate = identity) -> str:
         """The three bands in the language of `tr` (see `bands_text`)."""

@@ -84,7 +84,7 @@ def break_even_requests_per_month(
 
 def compare_apis(inputs: TcoInputs, cap: Capacity, fleet: Fleet, prices_csv: Path = API_PRICES_CSV) -> ApiComparison:
     """Price each API entry of the inputs' model at the inputs' traffic beside the self-hosted fleet."""
-    cached_share = inputs.api_cached_pct / PCT
+    cached_share = (inputs.cached_pct if inputs.api_cached_pct is None else inputs.api_cached_pct) / PCT
     options = []
     for link, price in api_prices_for(inputs.model, prices_csv):
 

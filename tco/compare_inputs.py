@@ -11,7 +11,7 @@ from i18n import N_
 from perf import ENGINE_FAMILIES, Slo
 from selector import SelectorError
 from selector.rules import load_rules
-from tco.inputs import TcoInputs, known_model, shared_field
+from tco.inputs import SplitBasis, TcoInputs, known_model, shared_field
 from tco.money import Currency
 
 GPU_COUNTS = (1, 2, 4, 8)
@@ -96,6 +96,16 @@ class CompareInputs(BaseModel):
     in_tokens_per_request: int = shared_field(TcoInputs, "in_tokens_per_request")
     out_tokens_per_request: int = shared_field(TcoInputs, "out_tokens_per_request")
     prefill_time_pct: float = shared_field(TcoInputs, "prefill_time_pct")
+    cached_pct: float = shared_field(TcoInputs, "cached_pct")
+    token_split: SplitBasis = Field(
+        default=SplitBasis.ESTIMATE,
+        alias="split",
+        title=N_("Split of GPU time by kind of token"),
+        description=N_(
+            "'estimate': each option's prefill and decode times at its operating point; 'share': the prefill share "
+            "for every option"
+        ),
+    )
     ttft_p50_ms: float = shared_field(TcoInputs, "ttft_p50_ms")
     ttft_p99_ms: float = shared_field(TcoInputs, "ttft_p99_ms")
     tpot_p50_ms: float = shared_field(TcoInputs, "tpot_p50_ms")
@@ -234,6 +244,11 @@ class CompareInputs(BaseModel):
     def priced_inputs(self) -> "CompareInputs":
         """The inputs an estimate or a price depends on: the ordering, chart axis and ceiling set to their defaults."""
         return self.model_copy(update={"rank_by": RankBy.PER_MILLION, "latency": LatencyAxis.TPOT, "ceiling": None})
+
+    @property
+    def cached_share(self) -> float:
+        """The share of each prompt that hits the prefix cache (0 to 0.99)."""
+        return self.cached_pct / 100
 
     @property
     def engine_versions(self) -> dict[str, str]:

@@ -4,6 +4,7 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog import load_handbook
 from i18n import Translate, identity
+from perf.phases import PhaseSeconds
 from tco.cost import Capacity, Fleet
 from tco.inputs import TcoInputs
 from tco.levers import LeverChain, lever_chain
@@ -53,10 +54,11 @@ def _notes(inputs: TcoInputs, cap: Capacity, fleet: Fleet, tr: Translate) -> lis
     return notes
 
 
-def estimate(inputs: TcoInputs, tr: Translate = identity) -> TcoResult:
+def estimate(inputs: TcoInputs, tr: Translate = identity, phases: PhaseSeconds | None = None) -> TcoResult:
     """Price one scenario: capacity, fleet, the lever chain, the sensitivity and the throughput curve.
 
-    `tr` words the texts (lever labels and effects, notes) in the page's language.
+    `tr` words the texts (lever labels and effects, notes) in the page's language; `phases` is the estimator's split
+    of a request's GPU time (tco.token_split.phases_for), without which the tokens by kind use the prefill share.
     """
     chain = lever_chain(inputs, tr)
     return TcoResult(
@@ -67,5 +69,5 @@ def estimate(inputs: TcoInputs, tr: Translate = identity) -> TcoResult:
         sensitivity=sensitivity(inputs),
         curve=throughput_curve(inputs),
         notes=_notes(inputs, chain.baseline, chain.baseline_fleet, tr),
-        tokens=tokens_by_kind(inputs, chain.baseline, chain.baseline_fleet),
+        tokens=tokens_by_kind(inputs, chain.baseline, chain.baseline_fleet, phases),
     )

@@ -142,6 +142,13 @@ class TpsSource(StrEnum):
 _SLO = _HB.slo
 
 
+class SplitBasis(StrEnum):
+    """How a request's GPU time is split between its input, cached and output tokens (tco/tokens.py)."""
+
+    ESTIMATE = "estimate"  # perf's step-time model at the operating point (perf/phases.py)
+    SHARE = "share"  # the prefill share of GPU time, an assumption (`prefill_share`)
+
+
 class TcoInputs(OwningInputs):  # owning, energy and API fields: tco/owning_inputs.py
     """Everything the cost page asks for. Shares and utilization are in percent, as people type them."""
 
@@ -209,6 +216,22 @@ class TcoInputs(OwningInputs):  # owning, energy and API fields: tco/owning_inpu
         ge=0,
         le=95,
         title=N_("Prefill share of GPU time (%)"),
+    )
+    cached_pct: float = Field(
+        default=0,
+        alias="cached",
+        ge=0,
+        le=99,
+        title=N_("Cached share of input tokens (%)"),
+        description="what-if: the share of each prompt that hits the prefix cache (0 unless you know your traffic's "
+        "hit ratio); cached tokens are priced at what the estimator says a cached token costs",
+    )
+    token_split: SplitBasis | None = Field(
+        default=None,
+        alias="split",
+        title=N_("Split of GPU time by kind of token"),
+        description="'estimate': perf's prefill and decode times at the operating point; 'share': the prefill share "
+        "(`prefill_share`); default: the estimate when the throughput came from an estimate or a probe run",
     )
     speculative: bool = Field(default=False, alias="spec", title=N_("Speculative decoding lever"))
     acceptance_pct: float = Field(
@@ -376,6 +399,23 @@ class TcoInputs(OwningInputs):  # owning, energy and API fields: tco/owning_inpu
             return _gpu_id(value)
         except GpuLookupError as exc:
             raise ValueError(f"{exc}; or 'custom'") from exc
+
+    @property
+    def split_basis(self) -> SplitBasis:
+        """The split asked for (`split`), else the estimate's when the throughput is an estimate or measured."""
+        if self.token_split is not None:
+            return self.token_split
+        return SplitBasis.ESTIMATE if self.throughput_derived else SplitBasis.SHARE
+
+    @property
+    def throughput_derived(self) -> bool:
+        """The throughput came from perf's estimate or a probe run (not typed by hand)."""
+        return self.tps_source != TpsSource.ENTERED or self.requests_per_s_per_replica is not None
+
+    @property
+    def cached_share(self) -> float:
+        """The share of input tokens that hit the prefix cache (0 to 0.99)."""
+        return self.cached_pct / 100
 
     @property
     def total_tokens_per_request(self) -> int:

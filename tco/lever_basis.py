@@ -13,7 +13,7 @@ FULL_PRECISION_BITS = 16.0  # a format at this many bits per weight or more is n
 
 def measured_or_estimated(inputs: TcoInputs) -> bool:
     """The throughput came from perf's estimate or a probe run (not typed by hand)."""
-    return inputs.tps_source != TpsSource.ENTERED or inputs.requests_per_s_per_replica is not None
+    return inputs.throughput_derived
 
 
 def quantized_throughput(inputs: TcoInputs) -> str | None:
@@ -29,11 +29,16 @@ def quantized_throughput(inputs: TcoInputs) -> str | None:
 
 def already_in(inputs: TcoInputs, tr: Translate = identity) -> dict[str, str]:
     """Lever key -> why it gains nothing: it is already inside the estimate or the run the throughput came from."""
-    quant = quantized_throughput(inputs)
-    if quant is None:
-        return {}
+    inside: dict[str, str] = {}
     where = tr(N_("the estimate")) if inputs.tps_source == TpsSource.ESTIMATE else tr(N_("the probe run"))
-    return {QUANT: tr(N_("no gain: {where} already runs {quant}")).format(where=where, quant=quant)}
+    quant = quantized_throughput(inputs)
+    if quant is not None:
+        inside[QUANT] = tr(N_("no gain: {where} already runs {quant}")).format(where=where, quant=quant)
+    if inputs.tps_source == TpsSource.ESTIMATE and inputs.cached_pct > 0:  # the estimate simulated the cache hits
+        inside[PREFIX] = tr(N_("no gain: the estimate already has {pct}% of each prompt cached")).format(
+            pct=f"{inputs.cached_pct:g}"
+        )
+    return inside
 
 
 def lever_link_params() -> dict[str, bool]:

@@ -12,12 +12,13 @@ from catalog.quantization import get_quant
 from i18n import N_, Translate, identity
 from perf import Band, Basis, Calibration, NoEstimateError, PerfError, Slo, request_from_advice
 from perf.hardware import UNMODELLED_KINDS
+from perf.phases import PhaseSeconds
 from perf.result import Wording, bands_text
 from selector import AdviceRequest, SelectorError, advise, gate
 from selector.inputs import MIN_CONTEXT_TOKENS
 from tco.compare_inputs import ANY_MARKET, CompareInputs, LatencyAxis
 from tco.cost import capacity_of, fleet_of
-from tco.inputs import TcoInputs, TpsSource
+from tco.inputs import SplitBasis, TcoInputs, TpsSource
 from tco.inverse import LevelPoint
 from tco.lever_basis import lever_link_params
 from tco.money import convert
@@ -198,8 +199,12 @@ def estimated(
     slo: Slo,
     calibrations: tuple[Calibration, ...],
     version: str = "",
+    cached_share: float = 0.0,
 ) -> OperatingPoint | str:
-    """The option's SLO operating point at the engine release (''= newest with data), or why perf gives none."""
+    """The option's SLO operating point at the engine release (''= newest with data), or why perf gives none.
+
+    `cached_share` of each prompt hits the prefix cache (the what-if `cached`), as perf simulates it.
+    """
     asked = _asked(  # concurrency 1: the SLO search starts at one user
         candidate,
         model,
@@ -209,6 +214,8 @@ def estimated(
         out_tokens_per_request=out_tokens,
     )
     request = request_from_advice(asked, candidate.engine, candidate.quant, slo=slo)
+    if cached_share:
+        request = request.model_copy(update={"prefix_cache_hit": cached_share})
     try:
         return operating_point(request, calibrations)
     except NoEstimateError as exc:
@@ -264,6 +271,8 @@ def _tco_inputs(
             "out_tokens": inputs.out_tokens_per_request,
             "in_tokens": inputs.in_tokens_per_request,
             "prefill_share": inputs.prefill_time_pct,
+            "cached": inputs.cached_pct,
+            "split": None if inputs.token_split == SplitBasis.ESTIMATE else inputs.token_split,  # an estimate's default
             "traffic": inputs.traffic_requests_per_day,
             "peak": inputs.peak_to_average,
             "util": inputs.target_utilization_pct,
@@ -341,15 +350,26 @@ def price_option(
         meets_slo=point.meets_slo,
         tco_inputs=tco_inputs,
         advice_request=advice_request,
-        tokens=tokens_by_kind(tco_inputs, cap, fleet),
+        tokens=tokens_by_kind(tco_inputs, cap, fleet, _phases(inputs, point)),
         levels=_levels(point),
     )
 
 
+def _phases(inputs: CompareInputs, point: OperatingPoint) -> PhaseSeconds | None:
+    """The estimator's split of the option's request at its operating point (computed once, with the estimate)."""
+    return point.estimate.phases if inputs.token_split == SplitBasis.ESTIMATE else None
+
+
 def _levels(point: OperatingPoint) -> tuple[LevelPoint, ...]:
-    """The option's estimated loads (one user, and the highest load within the SLO), for the cost-ceiling question."""
+    """The option's estimated load curve, for the cost-ceiling question.
+
+    Every closed-loop level the estimate simulated: one user, the doubling and bisection of its SLO search (1, 2, 4,
+    8, ... up to the highest load within the SLO and the first beyond it) and the maximum-throughput point; no
+    level is simulated for this.
+    """
     est = point.estimate
-    estimated = {lv.concurrency: lv for lv in (*est.levels, est.slo_level) if lv is not None and lv.concurrency}
+    curve = (*est.levels, *est.searched_levels, est.slo_level)
+    estimated = {lv.concurrency: lv for lv in curve if lv is not None and lv.concurrency}
     return tuple(
         LevelPoint(concurrency=c, output_tok_s=lv.output_tok_s, tpot_p50_ms=lv.tpot_ms.p50, meets_slo=lv.meets_slo)
         for c, lv in sorted(estimated.items())

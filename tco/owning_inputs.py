@@ -73,6 +73,11 @@ class OwningInputs(BaseModel):
     carbon_g_per_kwh: float | None = Field(
         default=None, alias="carbon", ge=0, le=5000, title=N_("Grid carbon intensity (g CO2e per kWh)")
     )
-    api_cached_pct: float = Field(
-        default=0, alias="api_cached", ge=0, le=100, title=N_("Cached share of input tokens at the API (%)")
+    api_cached_pct: float | None = Field(
+        default=None,
+        alias="api_cached",
+        ge=0,
+        le=100,
+        title=N_("Cached share of input tokens at the API (%)"),
+        description="empty: the traffic's own cached share (`cached`)",
     )

@@ -104,6 +104,7 @@ def rank(
             inputs.slo,
             cals,
             inputs.engine_versions.get(candidate.engine, ""),
+            inputs.cached_share,
         )
         if isinstance(point, str):
             skipped[point] += 1

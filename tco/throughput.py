@@ -118,6 +118,7 @@ def perf_request(inputs: TcoInputs, concurrency: tuple[int, ...] = (1,)) -> Perf
             quant=inputs.quant_method,
             input_tokens=max(inputs.in_tokens_per_request, 1),
             output_tokens=inputs.out_tokens_per_request,
+            prefix_cache_hit=inputs.cached_share,
             concurrency=concurrency,
             slo=Slo(ttft_p50_ms=inputs.ttft_p50_ms, ttft_p99_ms=inputs.ttft_p99_ms, tpot_p50_ms=inputs.tpot_p50_ms),
         )

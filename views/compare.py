@@ -30,6 +30,7 @@ from ui.lang import _, language
 from ui.params import LIST_SEPARATOR
 from ui.resources import price_book
 from ui.state import PageState, plain_widget_value
+from ui.token_table import split_inputs
 from views.compare_parts.apis import api_line
 from views.compare_parts.ceiling import ceiling_answer
 from views.compare_parts.table import left_out, option_details, ranking_table
@@ -85,8 +86,12 @@ def _inputs_form() -> None:
         key=K("prefill_share"),
         step=1.0,
         format="%.4g",
-        help=_("The share of a request's GPU time its input tokens take; it splits the cost by kind of token."),
+        help=_(
+            "The share of a request's GPU time its input tokens take; it splits the cost by kind of token when the "
+            "split is the assumed share."
+        ),
     )
+    split_inputs(K, automatic=False)
     st.subheader("SLO")
     cols = st.columns(3)
     cols[0].number_input("TTFT p50 (ms)", key=K("ttft_p50"), step=50.0, format="%.6g")

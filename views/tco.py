@@ -12,6 +12,7 @@ from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
 from tco.inputs import TpsSource, catalog_price
 from tco.lever_basis import WHAT_IF_LEVERS
 from tco.throughput import OperatingPoint, estimate_tps
+from tco.token_split import phases_for
 from ui.calibration import stored_calibrations
 from ui.concepts import concept_note
 from ui.errors import guarded, show_errors
@@ -22,6 +23,7 @@ from ui.params import aliases, validate_params
 from ui.resources import price_book
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
+from ui.token_table import split_inputs
 from views.tco_parts.inverse import inverse_answers, inverse_inputs
 from views.tco_parts.owning import owning_inputs, owning_section
 from views.tco_parts.price_gate import fill_link_price, price_missing
@@ -362,6 +364,7 @@ def _lever_inputs() -> None:
         format="%.4g",
         help=_("Source: {source}").format(source=load_handbook().levers.prefix_caching.source),
     )
+    split_inputs(K, automatic=True)
     st.toggle(_("Speculative decoding"), key=K("spec"))
     left, mid, right = st.columns(3)
     left.number_input(_("Acceptance (%)"), key=K("accept"), step=5.0, format="%.4g")
@@ -405,14 +408,15 @@ def body() -> None:
 
 
 def _results(inputs: TcoInputs) -> None:
-    result = estimate(inputs, _)
+    phases = phases_for(inputs, stored_calibrations())
+    result = estimate(inputs, _, None if isinstance(phases, str) else phases)
     _estimate_note(inputs)
     _measured_note(inputs)
     headline(result)
     if not after_headline(PAGE):
         return  # the first run ends with the headline; the rest follows once the browser has drawn it
     capacity_and_fleet(result)
-    tokens_by_kind(result)
+    tokens_by_kind(result, phases if isinstance(phases, str) else None)
     for note in result.notes:
         st.info(note, icon="💡")
     owning_section(result)

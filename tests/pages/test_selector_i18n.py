@@ -339,12 +339,15 @@ def test_the_page_in_english_reads_as_before() -> None:
 
 
 def test_the_estimate_panel_in_english_words_the_estimate_as_tco_does() -> None:
+    from i18n import identity
     from tco.throughput import estimate_advice
+    from ui.names import estimate_label
 
     at = open_page("selector", {"lang": "en"})
     point = estimate_advice(advise(AdviceRequest())).point
     assert point is not None
     captions = texts(at.caption)
-    worded = point.label.replace("vllm", "vLLM")  # tco's label, with the engine by its name, not its id
+    worded = estimate_label(point, identity)  # /tco's wording: the engine by its name, the held-out group in words
+    assert "vLLM" in worded and "vllm" not in worded and "|" not in worded
     assert f"{worded}." in captions
     assert any(f"an {point.short_label}." in c for c in captions)

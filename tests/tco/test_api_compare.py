@@ -54,3 +54,19 @@ def test_the_72b_against_its_apis_in_yuan() -> None:
     assert cmp.self_hosted_per_month == result.fleet.fleet_cost_per_month
     assert cmp.cheapest_same is not None and cmp.cheapest_same.provider == "DeepInfra"
     assert not math.isnan(cmp.requests_per_month)
+
+
+def test_the_apis_cached_share_is_the_traffics_unless_given() -> None:
+    base = {"model": "qwen2.5-72b", "in_tokens": "1000", "out_tokens": "200"}
+
+    def cheapest(params: dict[str, str]) -> float:
+        inputs = TcoInputs.model_validate({**base, **params})
+        result = estimate(inputs)
+        cmp = compare_apis(inputs, result.capacity, result.fleet)
+        with_cache = [o for o in cmp.options if o.cached_input_per_million is not None]
+        assert with_cache, "the snapshot has an API with a cached-input price for this model"
+        return with_cache[0].cost_per_request
+
+    cold, traffic, given = cheapest({}), cheapest({"cached": "50"}), cheapest({"cached": "50", "api_cached": "0"})
+    assert traffic < cold  # half of each prompt billed at the cached price
+    assert given == pytest.approx(cold)  # an explicit api_cached wins

@@ -51,3 +51,13 @@ def test_prompt_reuse_and_spot_are_what_ifs() -> None:
     off = lever_chain(TcoInputs.model_validate({**HANDBOOK, **lever_link_params()}))
     assert not off.what_if
     assert off.optimized.cost_per_request == pytest.approx(BASELINE / 1.3)
+
+
+def test_an_estimate_with_a_cached_share_gains_nothing_from_prefix_caching() -> None:
+    inputs = TcoInputs.model_validate({"tps_source": "estimate", "cached": "40", "prefix": "true"})
+    assert already_in(inputs) == {"prefix": "no gain: the estimate already has 40% of each prompt cached"}
+    chain = lever_chain(inputs)
+    step = next(s for s in chain.steps if s.key == "prefix")
+    assert step.no_gain and step.throughput_factor == 1.0
+    typed = TcoInputs.model_validate({"cached": "40", "prefix": "true"})  # a typed throughput: the lever still counts
+    assert "prefix" not in already_in(typed)

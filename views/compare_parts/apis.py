@@ -10,6 +10,7 @@ from tco.cost import capacity_of, fleet_of
 from tco.energy import energy_of
 from tco.ranking import Ranking
 from ui.lang import _, language
+from ui.token_table import split_basis_text
 
 REFRESH_COMMAND = "python -m tco api-prices refresh"
 
@@ -58,6 +59,28 @@ def api_line(ranking: Ranking) -> None:
             _("{kwh} kWh").format(kwh=f"{est.kwh_per_million_output_tokens:,.3g}"),
             border=True,
             help=_("From rated power x PUE over the option's output tokens/s; the cost page shows the basis."),
+        )
+    if top.tokens is not None:
+        mine = top.tokens.at_traffic or top.tokens.full_load
+
+        def money(amount: float | None) -> str:
+            return "—" if amount is None else format_money(amount, cur, language=language())
+
+        st.caption(
+            _(
+                "Per million tokens at your traffic, input / cached input / output: the top option {mine} "
+                "({basis}); {provider} {model} {api}."
+            ).format(
+                mine=" / ".join(
+                    money(v) for v in (mine.input_per_million, mine.cached_input_per_million, mine.output_per_million)
+                ),
+                basis=split_basis_text(top.tokens.split),
+                provider=best.provider,
+                model=best.api_model,
+                api=" / ".join(
+                    money(v) for v in (best.input_per_million, best.cached_input_per_million, best.output_per_million)
+                ),
+            )
         )
     st.caption(
         _(

@@ -9,6 +9,7 @@ from streamlit.elements.lib.column_types import ColumnConfig
 
 from i18n import N_
 from tco import format_money
+from tco.inputs import SplitBasis
 from tco.measured import MeasuredBeside, OptionKey, option_key
 from tco.options import RankedOption, reason_text
 from tco.ranking import Ranking
@@ -79,7 +80,12 @@ def ranking_table(ranking: Ranking, measured: Mapping[OptionKey, MeasuredBeside]
         }
         for o in ranking.options
     ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="compare.table", column_config=_column_config(cur))
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        key="compare.table",
+        column_config=_column_config(cur, ranking.inputs.token_split),
+    )
 
 
 def _measured_cells(beside: MeasuredBeside | None) -> dict[str, object]:
@@ -96,7 +102,7 @@ def _measured_cells(beside: MeasuredBeside | None) -> dict[str, object]:
     return {"measured": mark, "measured tok/s per replica": beside.output_tok_s, "measured vs estimate": distance}
 
 
-def _column_config(cur: str) -> dict[str, ColumnConfig]:
+def _column_config(cur: str, split: SplitBasis) -> dict[str, ColumnConfig]:
     """The table's headers in the page's language, and how its numbers are drawn."""
     per_million, fleet, price, per_million_range = (
         f"per 1M output tokens ({cur})",
@@ -132,7 +138,7 @@ def _column_config(cur: str) -> dict[str, ColumnConfig]:
         "datasheet only": st.column_config.CheckboxColumn(
             _("datasheet only"), help=_("no measurement of this engine on this GPU architecture backs the estimate")
         ),
-        **_by_kind_columns(cur),
+        **_by_kind_columns(cur, split),
         "TTFT p50 ms": st.column_config.NumberColumn(format="%.0f"),
         "TTFT p99 ms": st.column_config.TextColumn(help=_("— where the estimate has no p99")),
         "TPOT p50 ms": st.column_config.NumberColumn(format="%.1f"),
@@ -182,8 +188,15 @@ def _by_kind(option: RankedOption, cur: str) -> dict[str, float | None]:
     return row
 
 
-def _by_kind_columns(cur: str) -> dict[str, ColumnConfig]:
-    help_text = _("Each request's GPU time split by the prefill share; blended at the request's own input/output mix.")
+def _by_kind_columns(cur: str, split: SplitBasis) -> dict[str, ColumnConfig]:
+    help_text = (
+        _(
+            "Each request's GPU time split by the option's own estimated prefill, cached-prefix and decode times at "
+            "its operating point; blended at the request's own input/output mix."
+        )
+        if split == SplitBasis.ESTIMATE
+        else _("Each request's GPU time split by the prefill share; blended at the request's own input/output mix.")
+    )
     return {
         key.format(cur=cur): st.column_config.NumberColumn(
             _(header).format(currency=cur), format="%.4g", help=help_text

@@ -14,7 +14,9 @@ from tco.api_compare import ApiComparison, compare_apis
 from tco.energy import EnergyEstimate, energy_of
 from tco.inputs import TcoInputs
 from tco.owning import catalog_purchase_price, gpu_power_w, owned_cost, owned_hardware
+from tco.tokens import TokensByKind
 from ui.lang import _, language
+from ui.token_table import split_basis_text
 
 REFRESH_COMMAND = "python -m tco api-prices refresh"
 
@@ -91,7 +93,14 @@ def owning_inputs(key: Callable[[str], str]) -> None:
     right.number_input(
         _("Grid carbon (g CO2e/kWh)"), key=key("carbon"), value=None, step=50.0, format="%.6g", placeholder="—"
     )
-    st.number_input(_("Cached share of input at the API (%)"), key=key("api_cached"), step=10.0, format="%.4g")
+    st.number_input(
+        _("Cached share of input at the API (%)"),
+        key=key("api_cached"),
+        value=None,
+        step=10.0,
+        format="%.4g",
+        placeholder=_("as your traffic's cached share"),
+    )
     st.caption(_("Sources of the defaults: docs/owning-energy-apis.md and catalog/data/owning.csv."))
 
 
@@ -99,7 +108,7 @@ def owning_section(result: TcoResult) -> None:
     """Rent or own, the energy estimate and the hosted APIs, below the fleet."""
     _own_or_rent(result.inputs)
     _energy(result.inputs, energy_of(result.inputs, result.fleet.replicas))
-    _apis(result.inputs, compare_apis(result.inputs, result.capacity, result.fleet))
+    _apis(result.inputs, compare_apis(result.inputs, result.capacity, result.fleet), result.tokens)
 
 
 def _own_or_rent(inputs: TcoInputs) -> None:
@@ -214,7 +223,7 @@ def _tokens(requests: float | None, tokens_per_request: int) -> str:
     return _("{tokens} tokens/month").format(tokens=format_large(requests * tokens_per_request, language()))
 
 
-def _apis(inputs: TcoInputs, cmp: ApiComparison) -> None:
+def _apis(inputs: TcoInputs, cmp: ApiComparison, tokens: TokensByKind) -> None:
     st.subheader(_("Hosted APIs at your traffic"))
     st.caption(
         _("APIs of {model}, the model of the throughput estimate (change it under Estimate throughput).").format(
@@ -245,7 +254,7 @@ def _apis(inputs: TcoInputs, cmp: ApiComparison) -> None:
             "costs less than this API and stays so."
         ),
     )
-    _api_table(cmp, cur)
+    _api_table(cmp, cur, tokens)
     st.caption(
         _(
             "List prices from [LiteLLM's model price table]({url}) (MIT), snapshot of {date}. Refresh: `{command}`."
@@ -253,21 +262,46 @@ def _apis(inputs: TcoInputs, cmp: ApiComparison) -> None:
     )
 
 
-def _api_table(cmp: ApiComparison, cur: str) -> None:
+def _self_hosted_row(cmp: ApiComparison, cur: str, tokens: TokensByKind) -> dict[str, str]:
+    """The page's own cost per million tokens of each kind at your traffic, as a row beside the APIs'."""
+    costs = tokens.at_traffic or tokens.full_load
+    return {
+        _("provider"): _("self-hosted (this page)"),
+        _("API model"): "—",
+        _("kind"): split_basis_text(tokens.split),
+        _("input per million"): _money(costs.input_per_million, cur),
+        _("cached input per million"): _money(costs.cached_input_per_million, cur),
+        _("output per million"): _money(costs.output_per_million, cur),
+        _("per month at your traffic"): _money(cmp.self_hosted_per_month, cur),
+        _("self-hosting cheaper from"): "—",
+    }
+
+
+def _api_table(cmp: ApiComparison, cur: str, tokens: TokensByKind) -> None:
     relation = {"same": _("same model"), "reference": _("reference")}
     table = pd.DataFrame(
         [
-            {
-                _("provider"): o.provider,
-                _("API model"): o.api_model,
-                _("kind"): relation.get(o.relation, o.relation),
-                _("input per million"): _money(o.input_per_million, cur),
-                _("cached input per million"): _money(o.cached_input_per_million, cur),
-                _("output per million"): _money(o.output_per_million, cur),
-                _("per month at your traffic"): _money(o.cost_per_month, cur),
-                _("self-hosting cheaper from"): _tokens(o.break_even_requests_per_month, cmp.tokens_per_request),
-            }
-            for o in cmp.options
+            _self_hosted_row(cmp, cur, tokens),
+            *(
+                {
+                    _("provider"): o.provider,
+                    _("API model"): o.api_model,
+                    _("kind"): relation.get(o.relation, o.relation),
+                    _("input per million"): _money(o.input_per_million, cur),
+                    _("cached input per million"): _money(o.cached_input_per_million, cur),
+                    _("output per million"): _money(o.output_per_million, cur),
+                    _("per month at your traffic"): _money(o.cost_per_month, cur),
+                    _("self-hosting cheaper from"): _tokens(o.break_even_requests_per_month, cmp.tokens_per_request),
+                }
+                for o in cmp.options
+            ),
         ]
     )
     st.dataframe(table, hide_index=True)
+    st.caption(
+        _(
+            "The first row is this page's own cost per million tokens of each kind at your traffic (at full load when "
+            "there is no traffic): GPU time split by the basis it names, not a list price. An API's cached-input price "
+            "is a business decision; the self-hosted one is the GPU time a cached token takes."
+        )
+    )

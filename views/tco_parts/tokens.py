@@ -4,18 +4,29 @@ import streamlit as st
 
 from tco import TcoResult
 from ui.lang import _
-from ui.token_table import token_method, token_table
+from ui.token_table import split_basis_text, token_method, token_table
 
 
-def tokens_by_kind(result: TcoResult) -> None:
-    """The by-kind table, how it was split, and how it relates to the headline's figure."""
-    inputs = result.inputs
+def tokens_by_kind(result: TcoResult, no_estimate: str | None = None) -> None:
+    """The by-kind table, the basis of its split (named), and how it relates to the headline's figure.
+
+    `no_estimate`: why the estimated split asked for could not be had (the assumed share is used instead).
+    """
+    inputs, tokens = result.inputs, result.tokens
     st.subheader(_("Per million tokens, by kind"))
-    token_table(result.tokens, inputs.currency, "tco.tokens")
-    token_method(result.tokens, inputs.in_tokens_per_request, inputs.out_tokens_per_request)
+    st.markdown(_("Split: **{basis}**").format(basis=split_basis_text(tokens.split)))
+    if no_estimate is not None:
+        st.warning(
+            _("No estimated split for these inputs ({reason}): the assumed prefill share is used.").format(
+                reason=no_estimate
+            ),
+            icon="⚠️",
+        )
+    token_table(tokens, inputs.currency, "tco.tokens")
+    token_method(tokens, inputs.in_tokens_per_request, inputs.out_tokens_per_request)
     st.caption(
         _(
-            "The prefill share is set under Optimization levers. The headline's per million output tokens puts all "
-            "GPU time on output tokens, as the handbook does."
+            "The split and the cached share are set under Optimization levers. The headline's per million output "
+            "tokens puts all GPU time on output tokens, as the handbook does."
         )
     )
