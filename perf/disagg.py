@@ -458,3 +458,24 @@ def render_topology(result: TopologyResult) -> str:
     lines.append(f"basis: {result.chosen.basis.text}")
     lines.extend(f"note: {n.worded()}" for n in result.chosen.notes)
     return "\n".join(lines)
+
+
+def pool_levels(
+    prefill: PerfRequest, decode: PerfRequest, prefill_replicas: int, decode_replicas: int, per_decode: int
+) -> tuple[float, float]:
+    """TTFT and TPOT p50 (ms) of fixed pools at a closed loop of `per_decode` users on every decode replica.
+
+    The decode pool runs the closed loop; its request rate, spread over the prefill replicas, arrives at each of
+    them as Poisson arrivals; TTFT adds the KV handoff (InfiniBand between nodes, NVLink inside one).
+    """
+    p_setup, d_setup = resolve(prefill), resolve(decode)
+    work = Workload(decode.input_tokens, decode.output_tokens, cached_tokens=max(decode.input_tokens - 1, 0))
+    level = closed_level(d_setup.base, work, decode.slo, per_decode)
+    total = prefill_replicas * p_setup.shape.gpus + decode_replicas * d_setup.shape.gpus
+    link = pool_link(AUTO_LINK, p_setup.gpu, total)
+    kv_bytes = kv_bytes_per_request(p_setup.advice.model, p_setup.kv_dtype, prefill.input_tokens)
+    transfer = kv_transfer_ms(kv_bytes, link, p_setup.gpu, min(p_setup.shape.gpus, d_setup.shape.gpus))
+    rate = level.req_s * decode_replicas / prefill_replicas
+    prefill_work = Workload(prefill.input_tokens, 1, p_setup.workload.cached_tokens)
+    ttft = poisson_level(p_setup.base, prefill_work, prefill.slo, rate).ttft_ms.p50 + transfer
+    return ttft, level.tpot_ms.p50

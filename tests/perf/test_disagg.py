@@ -123,3 +123,12 @@ def test_cli_unknown_topology_is_refused(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit):
         main([*BASE, "--topology", "both"])
     assert "--topology" in capsys.readouterr().err
+
+
+def test_held_out_check_estimates_measured_disaggregated_rows_with_their_own_pools() -> None:
+    from perf.disagg_check import checked_rows
+
+    rows, left = checked_rows(limit=3)
+    assert len(rows) == 3 and all(r.est_ttft_ms > 0 and r.est_tpot_ms > 0 for r in rows)
+    assert all(r.ttft_ms > 0 and r.tpot_ms > 0 for r in rows)
+    assert sum(left.values()) >= 0
