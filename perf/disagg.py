@@ -487,3 +487,20 @@ def pool_levels(
     open_ms = poisson_level(p_setup.base, prefill_work, prefill.slo, rate).ttft_ms.p50
     waits_ms = level.ttft_ms.p50  # for a seat and KV room in the decode replica, and its first step
     return max(open_ms, queued_ms) + transfer + waits_ms, level.tpot_ms.p50
+
+
+def interference_ratio(request: PerfRequest) -> float | None:
+    """Prefill interference: one pool's TPOT at the SLO's load over decode-only TPOT there (None: no such load)."""
+    est = estimate(request)
+    level = est.slo_level
+    if level is None or not level.concurrency or level.tpot_ms.p50 <= 0:
+        return None
+    setup = resolve(request.model_copy(update={"gpus": est.layout.gpus}))
+    work = Workload(request.input_tokens, request.output_tokens, cached_tokens=max(request.input_tokens - 1, 0))
+    alone = closed_level(setup.base, work, request.slo, level.concurrency)
+    return round(level.tpot_ms.p50 / alone.tpot_ms.p50, 3) if alone.tpot_ms.p50 > 0 else None
+
+
+def smallest_replica_gpus(request: PerfRequest) -> int:
+    """The fewest GPUs (a power of two up to --gpus) one replica of the model fits on: a pool's smallest replica."""
+    return min(_setups(request, None))

@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from catalog.models import ModelSpec
-from i18n import DEFAULT_LANGUAGE, Language
+from i18n import DEFAULT_LANGUAGE, N_, Language
 from selector.rules import Statement, load_rules
 
 PAYS_IDS = ("disagg.long_prompts_tight_tpot", "disagg.interference", "disagg.moe_multi_node")
@@ -112,7 +112,9 @@ def _vllm(path: str, p: tuple[int, int], d: tuple[int, int]) -> Recipe:
             commands.append(f"# {role} {i + 1}/{replicas}\n" + _join([*words, "--kv-transfer-config", config]))
     return Recipe(
         engine="vllm",
-        title="vLLM with the NIXL KV connector (every server kv_both; a proxy or llm-d/Dynamo routes prefill first)",
+        title=N_(
+            "vLLM with the NIXL KV connector (every server kv_both; a proxy or llm-d/Dynamo routes prefill first)"
+        ),
         commands=tuple(commands),
         checked_against="vllm 0.33.0 (`vllm serve` parser, tests/selector/engine_specs/vllm.json); connector "
         "name and kv_role from vllm-project/vllm docs/features/nixl_connector_usage.md",
@@ -135,7 +137,7 @@ def _sglang(path: str, p: tuple[int, int], d: tuple[int, int]) -> Recipe:
     commands.append("# router\n" + _join([*router, "--host", "0.0.0.0", "--port", str(ROUTER_PORT)]))
     return Recipe(
         engine="sglang",
-        title="SGLang prefill and decode servers with sglang_router --pd-disaggregation",
+        title=N_("SGLang prefill and decode servers with sglang_router --pd-disaggregation"),
         commands=tuple(commands),
         checked_against="sglang 0.5.23 (ServerArgs parser, tests/selector/engine_specs/sglang.json: "
         "--disaggregation-mode prefill|decode, --disaggregation-transfer-backend nixl, "
@@ -162,7 +164,7 @@ def _trtllm(path: str, p: tuple[int, int], d: tuple[int, int]) -> Recipe:
         config += "".join(f'    - "{u}"\n' for u in urls[role])
     return Recipe(
         engine="tensorrt-llm",
-        title="TensorRT-LLM context and generation servers with trtllm-serve disaggregated",
+        title=N_("TensorRT-LLM context and generation servers with trtllm-serve disaggregated"),
         commands=tuple(commands),
         files={"context.yml": transceiver, "generation.yml": transceiver, "disagg_config.yaml": config},
         checked_against="NVIDIA/TensorRT-LLM at 00209af1 (tests/selector/engine_specs/tensorrt-llm.json: "
@@ -179,9 +181,13 @@ def recipes(model: ModelSpec, quant_repo: str, prefill: tuple[int, int], decode:
 
 
 NOT_PRINTED = {
-    "dynamo": "NVIDIA Dynamo: its vLLM worker's role flag changed between releases (--is-prefill-worker, then "
-    "--disaggregation-mode); no command is printed until it is checked against a named release",
-    "llm-d": "llm-d: deployed by its Helm charts (prefill and decode ModelService roles); no manifest is printed "
-    "until one is checked against a named chart release",
+    "dynamo": N_(
+        "NVIDIA Dynamo: its vLLM worker's role flag changed between releases (--is-prefill-worker, then "
+        "--disaggregation-mode); no command is printed until it is checked against a named release"
+    ),
+    "llm-d": N_(
+        "llm-d: deployed by its Helm charts (prefill and decode ModelService roles); no manifest is printed "
+        "until one is checked against a named chart release"
+    ),
 }
 """Stacks that run these same engines disaggregated, named with why no command is printed for them yet."""
