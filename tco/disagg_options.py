@@ -67,19 +67,19 @@ def twin(inputs: CompareInputs, option: RankedOption) -> RankedOption | None:
         return None
     if not split.meets_slo:
         return None
+    pools = xpyd(
+        split.prefill.replicas, split.prefill.gpus_per_replica, split.decode.replicas, split.decode.gpus_per_replica
+    )
     link = option.tco_inputs.model_dump(by_alias=True)
-    tco_inputs = TcoInputs.model_validate({**link, "gpus": split.gpus_used, "tps": split.output_tok_s})
+    tco_inputs = TcoInputs.model_validate(
+        {**link, "gpus": split.gpus_used, "tps": split.output_tok_s, "topology": "disagg", "pools": pools}
+    )
     cap = capacity_of(tco_inputs)
     fleet = fleet_of(tco_inputs, cap)
     return option.model_copy(
         update={
             "topology": "disagg",
-            "pools": xpyd(
-                split.prefill.replicas,
-                split.prefill.gpus_per_replica,
-                split.decode.replicas,
-                split.decode.gpus_per_replica,
-            ),
+            "pools": pools,
             "gpus_per_replica": split.gpus_used,
             "replicas": fleet.replicas,
             "total_gpus": fleet.gpus,

@@ -293,6 +293,15 @@ def _estimate_note(inputs: TcoInputs) -> None:
     """When the throughput is an estimate, say so on the page with its band and basis (and when it is stale)."""
     if inputs.tps_source != TpsSource.ESTIMATE:
         return
+    if inputs.topology == "disagg":  # a unit of two pools (/compare): perf.disagg estimated it, not the one-pool model
+        st.info(
+            _(
+                "Throughput {tok_s} tok/s per unit of {gpus} GPUs is an estimate of separate prefill and decode pools "
+                "({pools}), extrapolated from the one-pool model: see docs/disaggregated.md for its error."
+            ).format(tok_s=f"{inputs.output_tok_s_per_replica:,.6g}", gpus=inputs.gpus_per_replica, pools=inputs.pools),
+            icon=":material/query_stats:",
+        )
+        return
     try:
         point = estimate_tps(inputs, stored_calibrations())
     except PerfError as exc:

@@ -41,3 +41,18 @@ def test_compare_in_chinese_words_the_topology() -> None:
     assert not at.exception
     table = at.dataframe[0].value
     assert any(str(t).startswith("分离式") for t in table.iloc[:, :].astype(str).values.ravel())
+
+
+def test_the_tco_link_of_a_disaggregated_option_carries_its_topology_and_tco_says_so() -> None:
+    from urllib.parse import parse_qsl, urlsplit
+
+    at = open_page("compare", LONG_TIGHT, timeout_s=180)
+    table = at.dataframe[0].value
+    row = table[table["topology"].str.startswith("disaggregated")].iloc[0]
+    params = dict(parse_qsl(urlsplit(row["cost calculator"]).query))
+    assert params["topology"] == "disagg" and "P" in params["pools"] and params["tps_source"] == "estimate"
+    tco = open_page("tco", params, timeout_s=120)
+    assert not tco.exception and not tco.error
+    notes = [i.value for i in tco.info]
+    assert any("separate prefill and decode pools" in n and params["pools"] in n for n in notes)
+    assert tco.query_params["topology"] in ("disagg", ["disagg"])
