@@ -25,6 +25,7 @@ def test_long_prompts_show_both_topologies_the_gain_the_rule_and_recipes() -> No
     assert gain == f"{two / one - 1:+.0%}" or abs(float(gain.strip("%+")) - (two / one - 1) * 100) <= 1
     assert any("**Two pools:**" in m.value and "P" in m.value and "D (prefill" in m.value for m in at.markdown)
     assert any(c.startswith("Basis: extrapolated") for c in texts(at.caption))
+    assert len(at.get("plotly_chart")) == 1  # tok/s per GPU against tok/s per user, both topologies
     codes = [c.value for c in at.code]
     assert any("--kv-transfer-config" in c for c in codes) and any("--disaggregation-mode prefill" in c for c in codes)
     assert any("trtllm-serve disaggregated -c disagg_config.yaml" in c for c in codes)

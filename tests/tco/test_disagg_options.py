@@ -37,3 +37,19 @@ def test_long_prompts_and_a_tight_tpot_rank_a_marked_disaggregated_option_with_i
 def test_short_prompts_get_no_disaggregated_option() -> None:
     ranking = rank(CompareInputs.model_validate({**LONG_TIGHT, "in_tokens_per_request": 200}))
     assert ranking.options and all(o.topology == "agg" for o in ranking.options)
+
+
+def test_frontier_figure_draws_one_line_per_topology_ordered_by_speed_per_user() -> None:
+    from perf.disagg import FrontierPoint
+    from tco.disagg_figures import frontier_figure
+
+    points = [
+        FrontierPoint(topology="disagg", tpot_limit_ms=20, tok_s_per_user=50, output_tok_s_per_gpu=900),
+        FrontierPoint(topology="disagg", tpot_limit_ms=10, tok_s_per_user=100, output_tok_s_per_gpu=600),
+        FrontierPoint(topology="agg", tpot_limit_ms=10, tok_s_per_user=102, output_tok_s_per_gpu=350),
+    ]
+    fig = frontier_figure(points)
+    names = [t.name for t in fig.data]
+    assert names == ["one pool (estimate)", "prefill and decode pools (estimate, extrapolated)"]
+    assert list(fig.data[1].x) == [50, 100] and list(fig.data[1].y) == [900, 600]
+    assert fig.layout.xaxis.title.text == "tokens/s per user"

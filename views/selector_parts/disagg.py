@@ -8,12 +8,14 @@ from perf.disagg import (
     TopologyEstimate,
     TopologyOptions,
     estimate_topology,
+    frontier,
     interference_ratio,
     smallest_replica_gpus,
 )
 from perf.inputs import ENGINE_FAMILIES, Slo
 from selector import Advice, AdviceRequest
 from selector.disagg import NOT_PRINTED, recipes, verdict, xpyd
+from tco.disagg_figures import frontier_figure
 from ui.lang import _, language
 
 
@@ -63,6 +65,9 @@ def disagg_tab(asked: AdviceRequest, advice: Advice) -> None:
     if one is None or two is None:
         return
     _both(one, two)
+    st.plotly_chart(
+        frontier_figure(frontier(request, TopologyOptions(total_gpus=asked.gpus)), _), key="selector.disagg.frontier"
+    )
     if two.meets_slo:
         _recipes(advice, two)
 
