@@ -16,12 +16,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from catalog.matching import forgiven_matches, forgiven_notes
-from perf.disagg import TOPOLOGY_FLAGS, TopologyOptions, add_topology_flags, estimate_topology, render_topology
+from perf.disagg import estimate_topology
 from perf.errors import PerfError
 from perf.estimate import estimate
 from perf.flags import CliError, add_flags, flag_of, request_fields
 from perf.inputs import PerfRequest
 from perf.result import Calibration, Estimate, MeasuredLevel
+from perf.topology import TOPOLOGY_FLAGS, TopologyOptions, add_topology_flags, render_topology
 
 EXIT_OK, EXIT_NO_ESTIMATE = 0, 2
 

@@ -7,152 +7,21 @@ deployment's GPUs for the most output tokens per second per GPU within the SLO. 
 step-time model as it was fitted, so a disaggregated figure is an extrapolation: its basis says so.
 """
 
-import argparse
-import tomllib
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from i18n import N_
 from perf.errors import PerfError
 from perf.estimate import estimate
 from perf.hardware import model_facts
 from perf.inputs import PerfRequest, Slo
-from perf.kv_transfer import AUTO_LINK, kv_bytes_per_request, kv_transfer_ms, pool_link
+from perf.kv_transfer import kv_bytes_per_request, kv_transfer_ms, pool_link
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
 from perf.resolve import Setup, resolve
-from perf.result import Band, Basis, Estimate, LevelEstimate, Percentiles, Wording
+from perf.result import Basis, Estimate, LevelEstimate, Percentiles, Wording
 from perf.simulate import Workload
-
-Topology = Literal["agg", "disagg", "best"]
-DISAGG_TOML = Path(__file__).parent / "data" / "disagg.toml"
-
-
-@cache
-def min_gain() -> float:
-    """The smallest gain per GPU for which `best` picks two pools (perf/data/disagg.toml)."""
-    value = tomllib.loads(DISAGG_TOML.read_text(encoding="utf-8"))["min_gain"]
-    assert isinstance(value, float)
-    return value
-
+from perf.topology import Pool, TopologyEstimate, TopologyOptions, TopologyResult, min_gain
 
 _UNBOUNDED_MS = 1e12  # an SLO term a pool does not answer for (the decode pool's TTFT, the prefill pool's TPOT)
-
-
-class TopologyOptions(BaseModel):
-    """How the deployment is split: one pool (agg), a prefill and a decode pool (disagg), or the better of the two."""
-
-    model_config = ConfigDict(frozen=True)
-
-    topology: Topology = Field(default="agg", description="agg (one pool), disagg (prefill and decode pools) or best")
-    prefill_gpus: int | None = Field(
-        default=None, ge=1, le=64, description="GPUs of one prefill replica (default: the advisor's copy)"
-    )
-    decode_gpus: int | None = Field(
-        default=None, ge=1, le=64, description="GPUs of one decode replica (default: the advisor's copy)"
-    )
-    total_gpus: int | None = Field(
-        default=None, ge=1, le=4096, description="GPUs of the whole deployment the pools share (default: --gpus)"
-    )
-    link: str = Field(
-        default=AUTO_LINK,
-        description="the link between pools: nvlink, infiniband, roce, ethernet or auto (NVLink inside one "
-        "NVLink domain, else InfiniBand)",
-    )
-
-    @field_validator("topology", "link", mode="before")
-    @classmethod
-    def _lower(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
-
-
-TOPOLOGY_FLAGS = tuple(TopologyOptions.model_fields)
-
-
-def add_topology_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per TopologyOptions field (--topology, --prefill-gpus, ...), its help the field's description."""
-    for name, info in TopologyOptions.model_fields.items():
-        choices = ("agg", "disagg", "best") if name == "topology" else None
-        parser.add_argument(
-            f"--{name.replace('_', '-')}",
-            dest=name,
-            choices=choices,
-            metavar=None if choices else "LINK" if name == "link" else "N",
-            help=info.description,
-        )
-
-
-class Pool(BaseModel):
-    """One pool: how many replicas, of how many GPUs each."""
-
-    model_config = ConfigDict(frozen=True)
-
-    replicas: int
-    gpus_per_replica: int
-
-
-class TopologyEstimate(BaseModel):
-    """One topology's figures for the whole deployment within the SLO (an estimate; see `basis`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    topology: Literal["agg", "disagg"]
-    prefill: Pool
-    decode: Pool
-    gpus_used: int
-    link: str  # '' for one pool
-    kv_bytes_per_request: int
-    kv_transfer_ms: float
-    output_tok_s: float  # the deployment's, at the operating point within the SLO (0: the SLO cannot be met)
-    output_tok_s_per_gpu: float
-    tok_s_per_user: float  # 1000 / TPOT
-    request_rate_rps: float
-    ttft_ms: Percentiles  # the transfer included
-    tpot_ms: Percentiles
-    meets_slo: bool
-    basis: Basis
-    bands: dict[str, Band]
-    notes: tuple[Wording, ...] = ()
-
-    def to_json_dict(self) -> dict[str, object]:
-        """The topology's keys of the CLI's --json object (a contract)."""
-        return {
-            "topology": self.topology,
-            "prefill": self.prefill.model_dump(),
-            "decode": self.decode.model_dump(),
-            "gpus_used": self.gpus_used,
-            "link": self.link,
-            "kv_bytes_per_request": self.kv_bytes_per_request,
-            "kv_transfer_ms": self.kv_transfer_ms,
-            "output_tok_s_deployment": self.output_tok_s,
-            "output_tok_s_per_gpu": self.output_tok_s_per_gpu,
-            "tok_s_per_user": self.tok_s_per_user,
-            "request_rate_rps": self.request_rate_rps,
-            "ttft_ms": self.ttft_ms.model_dump(),
-            "tpot_ms": self.tpot_ms.model_dump(),
-            "meets_slo": self.meets_slo,
-            "topology_basis": self.basis.model_dump(),
-            "topology_notes": [n.worded() for n in self.notes],
-        }
-
-
-@dataclass(frozen=True)
-class TopologyResult:
-    """The aggregated estimate (its request, names and levels), the chosen topology and the other one, if asked."""
-
-    estimate: Estimate
-    chosen: TopologyEstimate
-    alternative: TopologyEstimate | None
-
-    def to_json_dict(self) -> dict[str, object]:
-        """The CLI's --json: the estimate's keys, the chosen topology's, and `alternative` for --topology best."""
-        out = {**self.estimate.to_json_dict(), **self.chosen.to_json_dict()}
-        if self.alternative is not None:
-            out["alternative"] = self.alternative.to_json_dict()
-        return out
 
 
 def _per_user(tpot_ms: float) -> float:
@@ -436,109 +305,6 @@ def estimate_topology(request: PerfRequest, options: TopologyOptions) -> Topolog
     return TopologyResult(est, agg, split)
 
 
-def _line(t: TopologyEstimate) -> str:
-    pools = (
-        f"{t.prefill.replicas}x{t.prefill.gpus_per_replica} GPU prefill + "
-        f"{t.decode.replicas}x{t.decode.gpus_per_replica} GPU decode, KV over {t.link} {t.kv_transfer_ms:g} ms"
-        if t.topology == "disagg"
-        else f"{t.prefill.replicas}x{t.prefill.gpus_per_replica} GPU replicas"
-    )
-    return (
-        f"{t.topology:>6}: {t.output_tok_s_per_gpu:,.0f} tok/s/GPU, {t.tok_s_per_user:,.1f} tok/s/user, "
-        f"TTFT p50 {t.ttft_ms.p50:,.0f} ms, TPOT p50 {t.tpot_ms.p50:.1f} ms, {pools}"
-        f"{'' if t.meets_slo else ' (misses the SLO)'}"
-    )
-
-
-def render_topology(result: TopologyResult) -> str:
-    """A plain-text summary for people: the chosen topology, then the other one, then the basis."""
-    lines = ["ESTIMATE (within the SLO) " + _line(result.chosen)]
-    if result.alternative is not None:
-        lines.append("alternative             " + _line(result.alternative))
-    lines.append(f"basis: {result.chosen.basis.text}")
-    lines.extend(f"note: {n.worded()}" for n in result.chosen.notes)
-    return "\n".join(lines)
-
-
-def pool_levels(
-    prefill: PerfRequest, decode: PerfRequest, prefill_replicas: int, decode_replicas: int, per_decode: int
-) -> tuple[float, float]:
-    """TTFT and TPOT p50 (ms) of fixed pools under a closed loop of `per_decode` users on every decode replica.
-
-    The decode pool runs the closed loop. Its users cycle through prefill and decode, so when the prefill pool
-    cannot keep up, they queue before it (Little's law: users = rate x (TTFT + decode time)); otherwise each
-    prefill replica sees the rate as Poisson arrivals. TTFT adds the KV handoff (NVLink inside one domain, else
-    InfiniBand) and the wait for a seat and KV room in the decode replica.
-    """
-    p_setup, d_setup = resolve(prefill), resolve(decode)
-    work = Workload(decode.input_tokens, decode.output_tokens, cached_tokens=max(decode.input_tokens - 1, 0))
-    level = closed_level(d_setup.base, work, decode.slo, per_decode)
-    total = prefill_replicas * p_setup.shape.gpus + decode_replicas * d_setup.shape.gpus
-    link = pool_link(AUTO_LINK, p_setup.gpu, total)
-    kv_bytes = kv_bytes_per_request(p_setup.advice.model, p_setup.kv_dtype, prefill.input_tokens)
-    transfer = kv_transfer_ms(kv_bytes, link, p_setup.gpu, min(p_setup.shape.gpus, d_setup.shape.gpus))
-    prefill_work = Workload(prefill.input_tokens, 1, p_setup.workload.cached_tokens)
-    users = per_decode * decode_replicas
-    decode_s = max(decode.output_tokens - 1, 1) * level.tpot_ms.p50 / 1000
-    saturated = closed_level(p_setup.base, prefill_work, prefill.slo, max(users // prefill_replicas, 1))
-    capacity_rps = saturated.req_s * prefill_replicas  # the most prompts a second the prefill pool takes
-    queued_ms = (users / capacity_rps - decode_s) * 1000 if capacity_rps else 0.0
-    rate = min(level.req_s * decode_replicas, capacity_rps * 0.98) / prefill_replicas
-    open_ms = poisson_level(p_setup.base, prefill_work, prefill.slo, rate).ttft_ms.p50
-    waits_ms = level.ttft_ms.p50  # for a seat and KV room in the decode replica, and its first step
-    return max(open_ms, queued_ms) + transfer + waits_ms, level.tpot_ms.p50
-
-
-def interference_ratio(request: PerfRequest) -> float | None:
-    """Prefill interference: one pool's TPOT at the SLO's load over decode-only TPOT there (None: no such load)."""
-    est = estimate(request)
-    level = est.slo_level
-    if level is None or not level.concurrency or level.tpot_ms.p50 <= 0:
-        return None
-    setup = resolve(request.model_copy(update={"gpus": est.layout.gpus}))
-    work = Workload(request.input_tokens, request.output_tokens, cached_tokens=max(request.input_tokens - 1, 0))
-    alone = closed_level(setup.base, work, request.slo, level.concurrency)
-    return round(level.tpot_ms.p50 / alone.tpot_ms.p50, 3) if alone.tpot_ms.p50 > 0 else None
-
-
 def smallest_replica_gpus(request: PerfRequest) -> int:
     """The fewest GPUs (a power of two up to --gpus) one replica of the model fits on: a pool's smallest replica."""
     return min(_setups(request, None))
-
-
-FRONTIER_TPOT_FACTORS = (0.5, 0.75, 1.0, 1.5, 2.0)
-"""TPOT limits the frontier is drawn at, as multiples of the request's SLO TPOT."""
-
-
-class FrontierPoint(BaseModel):
-    """One topology's best output tokens/s per GPU within the SLO at one TPOT limit (an estimate)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    topology: Literal["agg", "disagg"]
-    tpot_limit_ms: float
-    tok_s_per_user: float
-    output_tok_s_per_gpu: float
-
-
-def frontier(request: PerfRequest, options: TopologyOptions) -> list[FrontierPoint]:
-    """Tokens/s per GPU against tokens/s per user for one pool and two, at TPOT limits around the request's."""
-    points: list[FrontierPoint] = []
-    for factor in FRONTIER_TPOT_FACTORS:
-        limit = round(request.slo.tpot_p50_ms * factor, 3)
-        asked = request.model_copy(update={"slo": request.slo.model_copy(update={"tpot_p50_ms": limit})})
-        try:
-            result = estimate_topology(asked, options.model_copy(update={"topology": "best"}))
-        except PerfError:
-            continue
-        for t in (result.chosen, result.alternative):
-            if t is not None and t.meets_slo and t.output_tok_s_per_gpu > 0:
-                points.append(
-                    FrontierPoint(
-                        topology=t.topology,
-                        tpot_limit_ms=limit,
-                        tok_s_per_user=t.tok_s_per_user,
-                        output_tok_s_per_gpu=t.output_tok_s_per_gpu,
-                    )
-                )
-    return points

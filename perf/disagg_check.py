@@ -12,10 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from catalog.tables import read_rows
-from perf.disagg import pool_levels
 from perf.errors import PerfError
 from perf.fitset import DATA, fitset_config
 from perf.inputs import PerfRequest, Slo
+from perf.kv_transfer import AUTO_LINK, kv_bytes_per_request, kv_transfer_ms, pool_link
+from perf.levels import closed_level, poisson_level
+from perf.resolve import resolve
+from perf.simulate import Workload
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,35 @@ def checked_rows(limit: int | None = None) -> tuple[list[Checked], Counter[str]]
         if limit and len(out) >= limit:
             break
     return out, left
+
+
+def pool_levels(
+    prefill: PerfRequest, decode: PerfRequest, prefill_replicas: int, decode_replicas: int, per_decode: int
+) -> tuple[float, float]:
+    """TTFT and TPOT p50 (ms) of fixed pools under a closed loop of `per_decode` users on every decode replica.
+
+    The decode pool runs the closed loop. Its users cycle through prefill and decode, so when the prefill pool
+    cannot keep up, they queue before it (Little's law: users = rate x (TTFT + decode time)); otherwise each
+    prefill replica sees the rate as Poisson arrivals. TTFT adds the KV handoff (NVLink inside one domain, else
+    InfiniBand) and the wait for a seat and KV room in the decode replica.
+    """
+    p_setup, d_setup = resolve(prefill), resolve(decode)
+    work = Workload(decode.input_tokens, decode.output_tokens, cached_tokens=max(decode.input_tokens - 1, 0))
+    level = closed_level(d_setup.base, work, decode.slo, per_decode)
+    total = prefill_replicas * p_setup.shape.gpus + decode_replicas * d_setup.shape.gpus
+    link = pool_link(AUTO_LINK, p_setup.gpu, total)
+    kv_bytes = kv_bytes_per_request(p_setup.advice.model, p_setup.kv_dtype, prefill.input_tokens)
+    transfer = kv_transfer_ms(kv_bytes, link, p_setup.gpu, min(p_setup.shape.gpus, d_setup.shape.gpus))
+    prefill_work = Workload(prefill.input_tokens, 1, p_setup.workload.cached_tokens)
+    users = per_decode * decode_replicas
+    decode_s = max(decode.output_tokens - 1, 1) * level.tpot_ms.p50 / 1000
+    saturated = closed_level(p_setup.base, prefill_work, prefill.slo, max(users // prefill_replicas, 1))
+    capacity_rps = saturated.req_s * prefill_replicas  # the most prompts a second the prefill pool takes
+    queued_ms = (users / capacity_rps - decode_s) * 1000 if capacity_rps else 0.0
+    rate = min(level.req_s * decode_replicas, capacity_rps * 0.98) / prefill_replicas
+    open_ms = poisson_level(p_setup.base, prefill_work, prefill.slo, rate).ttft_ms.p50
+    waits_ms = level.ttft_ms.p50  # for a seat and KV room in the decode replica, and its first step
+    return max(open_ms, queued_ms) + transfer + waits_ms, level.tpot_ms.p50
 
 
 def _band(ratios: list[float]) -> str:

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from i18n import N_, Translate, identity
-from perf.disagg import FrontierPoint
+from perf.disagg_frontier import FrontierPoint
 
 TOPOLOGY_NAMES = {"agg": N_("one pool (estimate)"), "disagg": N_("prefill and decode pools (estimate, extrapolated)")}
 

@@ -10,7 +10,8 @@ from functools import lru_cache
 
 from catalog import find_gpu, find_model
 from perf import PerfError, Slo, request_from_advice
-from perf.disagg import TopologyEstimate, TopologyOptions, disaggregated
+from perf.disagg import disaggregated
+from perf.topology import TopologyEstimate, TopologyOptions
 from selector import AdviceRequest
 from selector.disagg import verdict, xpyd
 from tco.compare_inputs import CompareInputs

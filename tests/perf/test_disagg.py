@@ -8,9 +8,10 @@ from catalog import find_gpu, find_model
 from catalog.kvcache import kv_bytes_per_sequence
 from catalog.links import find_kv_link, load_kv_links
 from perf.cli import main
-from perf.disagg import TopologyOptions, estimate_topology, min_gain
+from perf.disagg import estimate_topology
 from perf.inputs import PerfRequest, Slo
 from perf.kv_transfer import kv_transfer_ms
+from perf.topology import TopologyOptions, min_gain
 
 LONG_TIGHT = PerfRequest(
     gpu="H200",

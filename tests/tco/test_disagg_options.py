@@ -40,7 +40,7 @@ def test_short_prompts_get_no_disaggregated_option() -> None:
 
 
 def test_frontier_figure_draws_one_line_per_topology_ordered_by_speed_per_user() -> None:
-    from perf.disagg import FrontierPoint
+    from perf.disagg_frontier import FrontierPoint
     from tco.disagg_figures import frontier_figure
 
     points = [

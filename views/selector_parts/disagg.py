@@ -4,15 +4,10 @@ import streamlit as st
 
 from catalog import find_gpu
 from perf import PerfError, request_from_advice
-from perf.disagg import (
-    TopologyEstimate,
-    TopologyOptions,
-    estimate_topology,
-    frontier,
-    interference_ratio,
-    smallest_replica_gpus,
-)
+from perf.disagg import estimate_topology, smallest_replica_gpus
+from perf.disagg_frontier import frontier, interference_ratio
 from perf.inputs import ENGINE_FAMILIES, Slo
+from perf.topology import TopologyEstimate, TopologyOptions
 from selector import Advice, AdviceRequest
 from selector.disagg import NOT_PRINTED, recipes, verdict, xpyd
 from tco.disagg_figures import frontier_figure
