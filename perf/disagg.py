@@ -19,7 +19,7 @@ from perf.levels import closed_level, poisson_level, search_concurrency, search_
 from perf.resolve import Setup, resolve
 from perf.result import Basis, Estimate, LevelEstimate, Percentiles, Wording
 from perf.simulate import Workload
-from perf.topology import Pool, TopologyEstimate, TopologyOptions, TopologyResult, min_gain
+from perf.topology import Pool, TopologyEstimate, TopologyOptions, TopologyResult, disagg_bands, min_gain
 
 _UNBOUNDED_MS = 1e12  # an SLO term a pool does not answer for (the decode pool's TTFT, the prefill pool's TPOT)
 
@@ -211,7 +211,7 @@ def disaggregated(request: PerfRequest, options: TopologyOptions) -> TopologyEst
             tpot_ms=zero,
             meets_slo=False,
             basis=_disagg_basis(Basis(kind="extrapolated", text="")),
-            bands={},
+            bands=disagg_bands(),
             notes=tuple(notes),
         )
     p_gpus, d_gpus = best.p.shape.gpus, best.d.shape.gpus
@@ -245,15 +245,15 @@ def disaggregated(request: PerfRequest, options: TopologyOptions) -> TopologyEst
         tpot_ms=best.d_level.tpot_ms,
         meets_slo=True,
         basis=_disagg_basis(est.basis),
-        bands=est.bands,
+        bands=disagg_bands(),
         notes=tuple(notes),
     )
 
 
 DISAGG_BASIS = N_(
     "extrapolated: two pools estimated apart with the aggregated model ({basis}); no disaggregated measurement "
-    "of this configuration was used, and the bands are the aggregated model's (docs/disaggregated.md reports the "
-    "error on published disaggregated runs, held out)"
+    "of this configuration was used; the bands are the error on published disaggregated runs, held out "
+    "(docs/disaggregated.md)"
 )
 
 

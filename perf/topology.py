@@ -17,9 +17,23 @@ DISAGG_TOML = Path(__file__).parent / "data" / "disagg.toml"
 
 
 @cache
+def _disagg_data() -> dict[str, object]:
+    return tomllib.loads(DISAGG_TOML.read_text(encoding="utf-8"))
+
+
+def disagg_bands() -> dict[str, Band]:
+    """The two-pool estimate's bands, from its held-out check (perf/data/disagg.toml [bands])."""
+    data = _disagg_data()["bands"]
+    assert isinstance(data, dict)
+    return {
+        key: Band(low_ratio=data[key][0], high_ratio=data[key][1], group=str(data["group"]), groups=int(data["groups"]))
+        for key in ("output_tok_s", "tpot_ms", "ttft_ms")
+    }
+
+
 def min_gain() -> float:
     """The smallest gain per GPU for which `best` picks two pools (perf/data/disagg.toml)."""
-    value = tomllib.loads(DISAGG_TOML.read_text(encoding="utf-8"))["min_gain"]
+    value = _disagg_data()["min_gain"]
     assert isinstance(value, float)
     return value
 
@@ -117,6 +131,9 @@ class TopologyEstimate(BaseModel):
             "tpot_ms": self.tpot_ms.model_dump(),
             "meets_slo": self.meets_slo,
             "topology_basis": self.basis.model_dump(),
+            "topology_bands": {
+                k: {"low_ratio": b.low_ratio, "high_ratio": b.high_ratio} for k, b in self.bands.items()
+            },
             "topology_notes": [n.worded() for n in self.notes],
         }
 

@@ -37,6 +37,8 @@ def test_long_prompts_and_tight_tpot_favour_two_pools_with_more_prefill_gpus() -
     assert chosen.tpot_ms.p50 <= 10 and chosen.ttft_ms.p50 <= 300
     assert chosen.ttft_ms.p50 > chosen.kv_transfer_ms > 0  # TTFT includes the handoff
     assert chosen.basis.kind == "extrapolated" and "no disaggregated measurement" in chosen.basis.text
+    ttft_band = chosen.bands["ttft_ms"]  # the held-out error on published disaggregated runs, not the one-pool band
+    assert ttft_band.group.startswith("disaggregated") and ttft_band.high_ratio > other.bands["ttft_ms"].high_ratio
 
 
 def test_short_prompts_stay_in_one_pool() -> None:
@@ -95,6 +97,11 @@ def test_cli_json_contract_for_best(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["kv_transfer_ms"] > 0 and data["alternative"]["kv_transfer_ms"] == 0
     assert data["output_tok_s_per_gpu"] > data["alternative"]["output_tok_s_per_gpu"] > 0
     assert data["estimate"] is True and data["model"] == "qwen3-32b"
+    assert data["topology_basis"]["kind"] == "extrapolated" and set(data["topology_bands"]) == {
+        "output_tok_s",
+        "tpot_ms",
+        "ttft_ms",
+    }
 
 
 def test_cli_pools_as_given(capsys: pytest.CaptureFixture[str]) -> None:
