@@ -36,6 +36,15 @@ def _int(value: str) -> int:
     return int(float(value or 1) or 1)
 
 
+def _why(exc: Exception) -> str:
+    """A refusal in one line: a validation error's message, else the text before its first colon."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    said = [line.removeprefix("Value error, ") for line in lines if line.startswith("Value error, ")]
+    if said:
+        return said[0].split(";")[0]
+    return lines[0].split(":")[0] if lines else type(exc).__name__
+
+
 def _per_decode(row: dict[str, str]) -> int:
     """Users on one decode replica: the row's concurrency (`_c<N>_` in its id) over the decode workers."""
     found = re.search(r"_c(\d+)_", row["id"])
@@ -89,7 +98,7 @@ def checked_rows(limit: int | None = None) -> tuple[list[Checked], Counter[str]]
                 _per_decode(row),
             )
         except (PerfError, ValueError) as exc:
-            left[f"no estimate: {str(exc).split(':')[0]}"] += 1
+            left[f"no estimate: {_why(exc)}"] += 1
             continue
         out.append(Checked(row["id"], float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"]), ttft, tpot))
         if limit and len(out) >= limit:
