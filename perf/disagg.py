@@ -9,6 +9,7 @@ step-time model as it was fitted, so a disaggregated figure is an extrapolation:
 
 from dataclasses import dataclass
 
+from catalog.links import KvLink
 from i18n import N_
 from perf.errors import PerfError
 from perf.estimate import estimate
@@ -150,59 +151,90 @@ class _Split:
     transfer_ms: float
 
 
-def disaggregated(request: PerfRequest, options: TopologyOptions) -> TopologyEstimate:
-    """The two-pool figures: each pool simulated on its own, the KV transfer added, sizes and ratio searched."""
-    prefills, decodes = _setups(request, options.prefill_gpus), _setups(request, options.decode_gpus)
-    first = next(iter(prefills.values()))
-    need = min(prefills) + min(decodes)
-    total = max(options.total_gpus or request.gpus, need)
-    link = pool_link(options.link, first.gpu, total)
-    kv_bytes = kv_bytes_per_request(first.advice.model, first.kv_dtype, request.input_tokens)
+@dataclass(frozen=True)
+class _Handoff:
+    """What every pairing shares: the pools' GPUs in all, the link, the KV bytes a request hands over."""
+
+    total: int
+    need: int
+    link: KvLink
+    kv_bytes: int
+
+
+def _search(
+    request: PerfRequest, prefills: dict[int, Setup], decodes: dict[int, Setup], handoff: _Handoff
+) -> tuple[_Split | None, float]:
+    """The replica sizes and ratio with the most requests/s per GPU within the SLO, and the first transfer time."""
     d_levels = {n: _decode_level(s, request) for n, s in decodes.items()}
     best: _Split | None = None
     transfer_seen = 0.0
     for p_gpus, p_setup in prefills.items():
         for d_gpus, d_setup in decodes.items():
             d_level = d_levels[d_gpus]
-            transfer = round(kv_transfer_ms(kv_bytes, link, p_setup.gpu, min(p_gpus, d_gpus)), 3)
+            transfer = round(kv_transfer_ms(handoff.kv_bytes, handoff.link, p_setup.gpu, min(p_gpus, d_gpus)), 3)
             transfer_seen = transfer_seen or transfer
-            if d_level is None or p_gpus + d_gpus > total:
+            if d_level is None or p_gpus + d_gpus > handoff.total:
                 continue
             p_rate, _ = _prefill_rate(p_setup, request, transfer)
             if not p_rate:
                 continue
-            x, y, rate = _ratio(total, p_gpus, d_gpus, p_rate, d_level.req_s)
+            x, y, rate = _ratio(handoff.total, p_gpus, d_gpus, p_rate, d_level.req_s)
             per_gpu = rate / (x * p_gpus + y * d_gpus) if x else 0.0
             if per_gpu > 0 and (best is None or per_gpu > best.per_gpu * (1 + 1e-9)):
                 best = _Split(x, y, rate, per_gpu, p_setup, d_setup, d_level, transfer)
-    notes = []
-    transfer = best.transfer_ms if best else transfer_seen
-    notes.append(
+    if best is None:
+        return None, transfer_seen
+    used = best.x * best.p.shape.gpus + best.y * best.d.shape.gpus
+    scale = max(handoff.total // used, 1)  # the ratio repeated over the deployment's GPUs
+    return _Split(
+        best.x * scale, best.y * scale, best.rate * scale, best.per_gpu, best.p, best.d, best.d_level, best.transfer_ms
+    ), transfer_seen
+
+
+def _notes(request: PerfRequest, options: TopologyOptions, handoff: _Handoff, transfer_ms: float) -> list[Wording]:
+    notes = [
         Wording(
             template=N_(
                 "disaggregated: both pools use the aggregated step-time model; the KV handoff is {mb} MB over "
                 "{link} ({ms} ms with its fixed latency)"
             ),
-            values=(("mb", f"{kv_bytes / 1e6:.1f}"), ("link", link.name), ("ms", f"{transfer:g}")),
+            values=(
+                ("mb", f"{handoff.kv_bytes / 1e6:.1f}"),
+                ("link", handoff.link.name),
+                ("ms", f"{transfer_ms:g}"),
+            ),
         )
-    )
-    if (options.total_gpus or request.gpus) < need:
+    ]
+    if (options.total_gpus or request.gpus) < handoff.need:
         notes.append(
             Wording(
                 template=N_("{gpus} GPUs cannot hold two pools: estimated on {need}"),
-                values=(("gpus", str(options.total_gpus or request.gpus)), ("need", str(need))),
+                values=(("gpus", str(options.total_gpus or request.gpus)), ("need", str(handoff.need))),
             )
         )
-    zero = Percentiles(p50=0.0)
+    return notes
+
+
+def disaggregated(request: PerfRequest, options: TopologyOptions) -> TopologyEstimate:
+    """The two-pool figures: each pool simulated on its own, the KV transfer added, sizes and ratio searched."""
+    prefills, decodes = _setups(request, options.prefill_gpus), _setups(request, options.decode_gpus)
+    first = next(iter(prefills.values()))
+    need = min(prefills) + min(decodes)
+    total = max(options.total_gpus or request.gpus, need)
+    kv_bytes = kv_bytes_per_request(first.advice.model, first.kv_dtype, request.input_tokens)
+    handoff = _Handoff(total, need, pool_link(options.link, first.gpu, total), kv_bytes)
+    best, transfer_seen = _search(request, prefills, decodes, handoff)
+    notes = tuple(_notes(request, options, handoff, best.transfer_ms if best else transfer_seen))
     if best is None:
+        zero = Percentiles(p50=0.0)
         return TopologyEstimate(
             topology="disagg",
             prefill=Pool(replicas=1, gpus_per_replica=min(prefills)),
             decode=Pool(replicas=1, gpus_per_replica=min(decodes)),
             gpus_used=need,
-            link=link.id,
+            link=handoff.link.id,
             kv_bytes_per_request=kv_bytes,
-            kv_transfer_ms=transfer,
+            kv_transfer_ms=transfer_seen,
             output_tok_s=0.0,
             output_tok_s_per_gpu=0.0,
             tok_s_per_user=0.0,
@@ -212,13 +244,14 @@ def disaggregated(request: PerfRequest, options: TopologyOptions) -> TopologyEst
             meets_slo=False,
             basis=_disagg_basis(Basis(kind="extrapolated", text="")),
             bands=disagg_bands(),
-            notes=tuple(notes),
+            notes=notes,
         )
+    return _met(request, best, handoff, notes)
+
+
+def _met(request: PerfRequest, best: _Split, handoff: _Handoff, notes: tuple[Wording, ...]) -> TopologyEstimate:
+    """The figures of the pools found: TTFT at their load plus the handoff, the decode pool's TPOT, per GPU."""
     p_gpus, d_gpus = best.p.shape.gpus, best.d.shape.gpus
-    scale = max(total // (best.x * p_gpus + best.y * d_gpus), 1)  # the ratio repeated over the deployment's GPUs
-    best = _Split(
-        best.x * scale, best.y * scale, best.rate * scale, best.per_gpu, best.p, best.d, best.d_level, best.transfer_ms
-    )
     at_load = poisson_level(
         best.p.base, Workload(request.input_tokens, 1, best.p.workload.cached_tokens), request.slo, best.rate / best.x
     ).ttft_ms
@@ -230,8 +263,8 @@ def disaggregated(request: PerfRequest, options: TopologyOptions) -> TopologyEst
         prefill=Pool(replicas=best.x, gpus_per_replica=p_gpus),
         decode=Pool(replicas=best.y, gpus_per_replica=d_gpus),
         gpus_used=used,
-        link=link.id,
-        kv_bytes_per_request=kv_bytes,
+        link=handoff.link.id,
+        kv_bytes_per_request=handoff.kv_bytes,
         kv_transfer_ms=best.transfer_ms,
         output_tok_s=round(out, 3),
         output_tok_s_per_gpu=round(out / used, 3),
@@ -246,7 +279,7 @@ def disaggregated(request: PerfRequest, options: TopologyOptions) -> TopologyEst
         meets_slo=True,
         basis=_disagg_basis(est.basis),
         bands=disagg_bands(),
-        notes=tuple(notes),
+        notes=notes,
     )
 
 

@@ -28,6 +28,7 @@ from views.tco_parts.price_gate import fill_link_price, price_missing
 from views.tco_parts.prices import price_record, refresh_button
 from views.tco_parts.results import capacity_and_fleet, headline, levers_tab
 from views.tco_parts.tokens import tokens_by_kind
+from views.tco_parts.topology import topology_note
 
 PAGE = "tco"
 state = PageState(PAGE, TcoInputs, load_base=load_scenario_params(PAGE))
@@ -293,14 +294,7 @@ def _estimate_note(inputs: TcoInputs) -> None:
     """When the throughput is an estimate, say so on the page with its band and basis (and when it is stale)."""
     if inputs.tps_source != TpsSource.ESTIMATE:
         return
-    if inputs.topology == "disagg":  # a unit of two pools (/compare): perf.disagg estimated it, not the one-pool model
-        st.info(
-            _(
-                "Throughput {tok_s} tok/s per unit of {gpus} GPUs is an estimate of separate prefill and decode pools "
-                "({pools}), extrapolated from the one-pool model: see docs/disaggregated.md for its error."
-            ).format(tok_s=f"{inputs.output_tok_s_per_replica:,.6g}", gpus=inputs.gpus_per_replica, pools=inputs.pools),
-            icon=":material/query_stats:",
-        )
+    if topology_note(inputs):  # a unit of two pools (/compare): perf.disagg estimated it, not the one-pool model
         return
     try:
         point = estimate_tps(inputs, stored_calibrations())
