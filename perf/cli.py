@@ -16,11 +16,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from catalog.matching import forgiven_matches, forgiven_notes
+from perf.disagg import estimate_topology
 from perf.errors import PerfError
 from perf.estimate import estimate
 from perf.flags import CliError, add_flags, flag_of, request_fields
 from perf.inputs import PerfRequest
 from perf.result import Calibration, Estimate, MeasuredLevel
+from perf.topology import TOPOLOGY_FLAGS, TopologyOptions, add_topology_flags, render_topology
 
 EXIT_OK, EXIT_NO_ESTIMATE = 0, 2
 
@@ -44,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         "calibrates the estimate",
     )
     p.add_argument("--json", action="store_true", default=False, help="print the estimate as JSON")
+    add_topology_flags(p)
     return p
 
 
@@ -138,7 +141,7 @@ def _message(error: Any) -> str:
 
 
 def _request(args: argparse.Namespace) -> PerfRequest:
-    given = {k: v for k, v in vars(args).items() if k not in {"calibrate_from", "json"}}
+    given = {k: v for k, v in vars(args).items() if k not in {"calibrate_from", "json", *TOPOLOGY_FLAGS}}
     if not ({"model", "custom"} & given.keys()):
         raise CliError("--model: give a catalog model, or --config with a config.json for one outside the catalog")
     return PerfRequest(**request_fields(given))
@@ -152,6 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return refit(args_list[1:])
     args = build_parser().parse_args(args_list)
+    topology = {k: v for k, v in vars(args).items() if k in TOPOLOGY_FLAGS}
+    if topology:
+        return _main_topology(args, topology)
     try:
         with forgiven_matches() as forgiven:  # the estimate resolves the names: it notes the forgiving ones
             request = _request(args)
@@ -169,4 +175,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_NO_ESTIMATE
     print(json.dumps(result.to_json_dict(), indent=2) if args.json else render(result))
+    return EXIT_OK
+
+
+def _main_topology(args: argparse.Namespace, given: dict[str, Any]) -> int:
+    """--topology agg|disagg|best (and the pools' flags): the topology's figures, with the other under alternative."""
+    try:
+        options = TopologyOptions(**given)
+        if args.calibrate_from:
+            raise CliError("--calibrate-from: calibrates one pool only; leave out --topology to use it")
+        with forgiven_matches() as forgiven:
+            result = estimate_topology(_request(args), options)
+        for note in forgiven_notes(forgiven):
+            print(note, file=sys.stderr)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            loc = tuple(str(p) for p in error["loc"])
+            if loc and loc[0] in TOPOLOGY_FLAGS:
+                print(f"error: --{loc[0].replace('_', '-')}: {error['msg']}", file=sys.stderr)
+            else:
+                print(f"error: {_message(error)}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    except (PerfError, CliError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    print(json.dumps(result.to_json_dict(), indent=2) if args.json else render_topology(result))
     return EXIT_OK

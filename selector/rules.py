@@ -238,6 +238,23 @@ class Paging(Statement):
     engines_without_paging: tuple[str, ...]
 
 
+class Disaggregation(BaseModel):
+    """When separate prefill and decode pools pay, and when not: thresholds and one statement per reason."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    long_prompt_tokens: int
+    tight_tpot_ms: float
+    short_prompt_tokens: int
+    interference_ratio: float
+    min_gpus: int
+    long_prompts_tight_tpot: Statement
+    short_prompts: Statement
+    interference: Statement
+    moe_multi_node: Statement
+    too_few_gpus: Statement
+
+
 class Batching(Statement):
     """The checklist's batching knobs (handbook 6.2)."""
 
@@ -311,6 +328,7 @@ class RuleBook(BaseModel):
     prefix_caching_flag: Statement
     chunked_prefill: Statement
     batching: Batching
+    disaggregation: Disaggregation
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Self:

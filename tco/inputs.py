@@ -4,7 +4,7 @@ import copy
 import re
 from enum import StrEnum
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -291,6 +291,19 @@ class TcoInputs(OwningInputs):  # owning, energy and API fields: tco/owning_inpu
     engine: str = Field(default=ENGINE_FAMILIES[0], alias="engine", title=N_("Engine (for the estimate)"))
     engine_version: str = shared_field(AdviceRequest, "engine_version")
     quant_method: str = Field(default=AUTO, alias="quant_method", title=N_("Quantization (for the estimate)"))
+    topology: Literal["agg", "disagg"] = Field(
+        default="agg",
+        alias="topology",
+        title=N_("Serving topology (for the estimate)"),
+        description="'disagg' when `tps` and `gpus` are one unit of separate prefill and decode pools (/compare)",
+    )
+    pools: str = Field(
+        default="",
+        alias="pools",
+        max_length=80,
+        title=N_("Prefill and decode pools"),
+        description="the xPyD layout of a disaggregated unit, as /compare words it",
+    )
     ttft_p50_ms: float = slo_ms_field(_SLO.ttft_p50_ms, "ttft_p50", N_("SLO: TTFT p50 target (ms)"))
     ttft_p99_ms: float = slo_ms_field(_SLO.ttft_p99_ms, "ttft_p99", N_("SLO: TTFT p99 target (ms)"))
     tpot_p50_ms: float = slo_ms_field(_SLO.tpot_p50_ms, "tpot_p50", N_("SLO: TPOT p50 target (ms)"))

@@ -88,11 +88,14 @@ class RankedOption(BaseModel):
     advice_request: AdviceRequest
     tokens: TokensByKind | None = None  # cost per million tokens by kind (tco/tokens.py)
     levels: tuple[LevelPoint, ...] = ()  # every estimated concurrency level (for the cost-ceiling question)
+    topology: str = "agg"  # 'disagg': separate prefill and decode pools (tco/disagg_options.py); a replica is one xPyD
+    pools: str = ""  # the xPyD layout of a disaggregated option ('' for one pool)
 
     @property
     def label(self) -> str:
-        """'2x H100 80GB SXM · vllm · fp8'."""
-        return f"{self.gpus_per_replica}x {self.gpu_name} · {self.engine_name} · {self.quant_name}"
+        """'2x H100 80GB SXM · vllm · fp8', with ' · disaggregated 4P1D (...)' for separate pools."""
+        text = f"{self.gpus_per_replica}x {self.gpu_name} · {self.engine_name} · {self.quant_name}"
+        return f"{text} · disaggregated {self.pools}" if self.topology == "disagg" else text
 
     @property
     def cost_per_million_range(self) -> tuple[float, float]:

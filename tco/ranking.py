@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from i18n import N_
 from perf import Calibration
 from tco.compare_inputs import CompareInputs, RankBy
+from tco.disagg_options import twins
 from tco.dropped import DroppedGpu, dropped_gpus
 from tco.options import RankedOption, advised, candidates, estimated, left_out, price_option
 from tco.prices import SNAPSHOT, PriceBook, snapshot_book
@@ -111,6 +112,7 @@ def rank(
             refusals[candidate.gpu][point] += 1
             continue
         options.append(price_option(inputs, candidate, split, point, prices))
+    options.extend(twins(inputs, ordered(options, inputs.rank_by)))  # separate pools, where they could pay
     if progress is not None:
         progress(len(found), len(found))
     return Ranking(

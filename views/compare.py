@@ -118,6 +118,11 @@ def _inputs_form() -> None:
         format="%.6g",
         help=_("In the currency above. The page answers the best tokens/s per user any option reaches under it."),
     )
+    _option_filters()
+
+
+def _option_filters() -> None:
+    """Which engines, GPU counts and engine releases the ranking considers."""
     with st.expander(_("Options to consider"), icon=":material/filter_list:"):
         st.multiselect(_("Engines"), list(ENGINE_FAMILIES), key=K("engines"), format_func=lambda e: get_engine(e).name)
         st.pills(_("GPU counts"), list(GPU_COUNTS), key=K("counts"), selection_mode="multi")

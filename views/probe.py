@@ -28,8 +28,9 @@ from ui.lang import _
 from ui.live_runs import live_runs
 from ui.params import validate_params
 from ui.probe_fields import text_field
-from ui.probe_views import deployment_caption, downloads, run_details
+from ui.probe_views import deployment_caption, run_details
 from ui.resources import get_engine
+from ui.run_downloads import downloads
 from ui.tables import without_gaps
 from ui.text import escape_markdown
 from views.probe_parts.fields import load_fields, sections

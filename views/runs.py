@@ -25,8 +25,9 @@ from ui.errors import guarded, show_errors
 from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _
 from ui.live_runs import live_runs
-from ui.probe_views import comparison, deployment_caption, downloads, run_details, status_name, title_text
+from ui.probe_views import comparison, deployment_caption, run_details, status_name, title_text
 from ui.resources import get_engine
+from ui.run_downloads import downloads
 from ui.state import PageState
 from ui.text import escape_markdown
 from views.runs_parts.imports import import_section, provenance_caption, source_words

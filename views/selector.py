@@ -12,6 +12,7 @@ from ui.first_paint import stopped_at_headline
 from ui.lang import _, language
 from views.selector_parts.card import card
 from views.selector_parts.custom import keep_custom_fields
+from views.selector_parts.disagg import disagg_tab
 from views.selector_parts.form import inputs_form
 from views.selector_parts.nearest import nearest_names, show_nearest
 from views.selector_parts.state import TABS, from_widget, state
@@ -61,8 +62,10 @@ def _advice(nearest_slot: DeltaGenerator) -> None:
     if not card(advice):
         return
     # Lazy tabs: only the open one runs, so the recommendation is not held back by charts (docs/performance.md).
-    why, memory, launch, engines = st.tabs(
-        [_("Why"), _("Memory fit"), _("Launch command"), _("Engines compared")], key=TABS, on_change="rerun"
+    why, memory, launch, engines, pools = st.tabs(
+        [_("Why"), _("Memory fit"), _("Launch command"), _("Engines compared"), _("Separate pools")],
+        key=TABS,
+        on_change="rerun",
     )
     with why:
         reasons_tab(advice)
@@ -75,6 +78,9 @@ def _advice(nearest_slot: DeltaGenerator) -> None:
     if engines.open:
         with engines:
             engines_tab(advice)
+    if pools.open:
+        with pools:
+            disagg_tab(request, advice)
 
 
 guarded(body)

@@ -3,7 +3,6 @@
 import streamlit as st
 
 from catalog import AUTO, find_gpu, get_engine, load_gpus, load_handbook, load_models, load_quant_methods
-from catalog.quantization import get_quant
 from perf import ENGINE_FAMILIES, PerfError
 from perf.coefficients import newest_release
 from perf.hardware import modelled
@@ -11,20 +10,21 @@ from tco import CUSTOM_GPU, TcoInputs, convert, estimate
 from tco.figures import cost_vs_throughput, lever_waterfall, sensitivity_tornado
 from tco.inputs import TpsSource, catalog_price
 from tco.lever_basis import WHAT_IF_LEVERS
-from tco.throughput import OperatingPoint, estimate_tps
+from tco.throughput import estimate_tps
 from tco.token_split import phases_for
 from ui.calibration import stored_calibrations
 from ui.concepts import concept_note
 from ui.errors import guarded, show_errors
 from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
-from ui.names import estimate_label, unmodelled_gpu_note
+from ui.names import unmodelled_gpu_note
 from ui.params import aliases, validate_params
 from ui.resources import price_book
 from ui.scenarios import load_scenario_params, scenario_panel
 from ui.state import PageState
 from ui.token_table import split_inputs
 from views.tco_parts.inverse import inverse_answers, inverse_inputs
+from views.tco_parts.notes import estimate_note, measured_note, point_text
 from views.tco_parts.owning import owning_inputs, owning_section
 from views.tco_parts.price_gate import fill_link_price, price_missing
 from views.tco_parts.prices import price_record, refresh_button
@@ -232,17 +232,8 @@ def _apply_estimate() -> None:
         st.session_state[K(lever)] = False
     st.session_state[_APPLIED] = (
         "success",
-        _("Applied {tok_s} tok/s: {point}").format(tok_s=f"{point.output_tok_s:,.6g}", point=_point_text(point)),
+        _("Applied {tok_s} tok/s: {point}").format(tok_s=f"{point.output_tok_s:,.6g}", point=point_text(point)),
     )
-
-
-def _point_text(point: OperatingPoint) -> str:
-    where = (
-        _("at concurrency {concurrency}, the highest within the SLO").format(concurrency=point.concurrency)
-        if point.meets_slo
-        else _("at concurrency 1: it misses the SLO even there")
-    )
-    return f"{where}; {estimate_label(point, _)}"
 
 
 def _estimate_inputs() -> None:
@@ -289,66 +280,6 @@ def _estimate_inputs() -> None:
     if applied is not None:
         level, text = applied
         (st.success if level == "success" else st.error)(text, icon="✅" if level == "success" else "🚫")
-
-
-def _estimate_note(inputs: TcoInputs) -> None:
-    """When the throughput is an estimate, say so on the page with its band and basis (and when it is stale)."""
-    if inputs.tps_source != TpsSource.ESTIMATE:
-        return
-    try:
-        point = estimate_tps(inputs, stored_calibrations())
-    except PerfError as exc:
-        st.warning(
-            _(
-                "The throughput is marked as an estimate, but these inputs have none ({reason}); treat {tok_s} tok/s "
-                "as entered."
-            ).format(reason=exc, tok_s=f"{inputs.output_tok_s_per_replica:,.6g}"),
-            icon="⚠️",
-        )
-        return
-    engine = get_engine(inputs.engine).name
-    quant = get_quant(point.estimate.quant).name
-    text = _(
-        "Throughput {tok_s} tok/s per replica is an {label}. {model} on {gpus}x {gpu} with {engine}, {quant}, {where}."
-    ).format(
-        tok_s=f"{inputs.output_tok_s_per_replica:,.6g}",
-        label=estimate_label(point, _),
-        model=point.estimate.model_name,
-        gpus=inputs.gpus_per_replica,
-        gpu=point.estimate.gpu_name,
-        engine=engine,
-        quant=quant,
-        where=_point_text(point).split(";")[0],
-    )
-    if abs(point.output_tok_s - inputs.output_tok_s_per_replica) > 0.005 * point.output_tok_s:
-        text += " " + _(
-            "For the inputs now on the page the estimate is {tok_s} tok/s: apply it again under Estimate throughput."
-        ).format(tok_s=f"{point.output_tok_s:,.6g}")
-    st.info(text, icon=":material/query_stats:")
-
-
-def _measured_note(inputs: TcoInputs) -> None:
-    """A measured request rate (`rps`) says so, naming the probe run when the link does."""
-    rps = inputs.requests_per_s_per_replica
-    if rps is None:
-        return
-    run = (
-        _("probe run `{run_id}`").format(run_id=inputs.rps_run_id)
-        if inputs.rps_run_id
-        else _("a probe run (not named in the link)")
-    )
-    st.info(
-        _(
-            "Capacity per replica is **measured**: {rps} requests/s within the SLO, by {run}. With {out} output "
-            "tokens per request that is {tok_s} output tokens/s."
-        ).format(
-            rps=f"{rps:,.6g}",
-            run=run,
-            out=f"{inputs.out_tokens_per_request:,}",
-            tok_s=f"{inputs.output_tok_s_per_replica:,.6g}",
-        ),
-        icon=":material/speed:",
-    )
 
 
 def _lever_inputs() -> None:
@@ -410,8 +341,8 @@ def body() -> None:
 def _results(inputs: TcoInputs) -> None:
     phases = phases_for(inputs, stored_calibrations())
     result = estimate(inputs, _, None if isinstance(phases, str) else phases)
-    _estimate_note(inputs)
-    _measured_note(inputs)
+    estimate_note(inputs)
+    measured_note(inputs)
     headline(result)
     if not after_headline(PAGE):
         return  # the first run ends with the headline; the rest follows once the browser has drawn it

@@ -196,7 +196,7 @@ def test_the_default_page_in_chinese_shows_the_rules_chinese_reasons_and_the_sam
     assert at.title[0].value == translate("zh", "What should we run?") != "What should we run?"
     assert metric(at, translate("zh", "Engine")) == "vLLM"  # another area's catalog may word "Engine" first
     assert metric(at, translate("zh", "Quantization")) == "AWQ 4-bit"
-    assert [t.label for t in at.tabs] == ["理由", "显存估算", "启动命令", "引擎对比"]
+    assert [t.label for t in at.tabs] == ["理由", "显存估算", "启动命令", "引擎对比", "分离部署"]
     shown = " ".join(texts(at.markdown))
     assert "国际生态下的通用推理服务默认用 vLLM" in shown  # engine.default's reason_zh
     sentence = next(t for t in texts(at.markdown) if "AWQ" in t and "A800" in t)  # the advice in one sentence
@@ -332,7 +332,7 @@ def test_the_page_in_english_reads_as_before() -> None:
     assert not at.exception and not at.error
     assert at.title[0].value == "What should we run?"
     assert metric(at, "Engine") == "vLLM"
-    assert [t.label for t in at.tabs] == ["Why", "Memory fit", "Launch command", "Engines compared"]
+    assert [t.label for t in at.tabs] == ["Why", "Memory fit", "Launch command", "Engines compared", "Separate pools"]
     shown = " ".join(texts(at.markdown))
     assert load_rules().get("engine.default").reason in shown
     assert not CJK.search(shown)

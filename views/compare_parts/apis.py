@@ -5,10 +5,11 @@ import streamlit as st
 from catalog.api_prices import UPSTREAM_URL
 from i18n.numbers import format_large
 from tco import format_money
-from tco.api_compare import compare_apis
+from tco.api_compare import ApiOption, compare_apis
 from tco.cost import capacity_of, fleet_of
 from tco.energy import energy_of
 from tco.ranking import Ranking
+from tco.tokens import TokensByKind
 from ui.lang import _, language
 from ui.token_table import split_basis_text
 
@@ -61,30 +62,35 @@ def api_line(ranking: Ranking) -> None:
             help=_("From rated power x PUE over the option's output tokens/s; the cost page shows the basis."),
         )
     if top.tokens is not None:
-        mine = top.tokens.at_traffic or top.tokens.full_load
-
-        def money(amount: float | None) -> str:
-            return "—" if amount is None else format_money(amount, cur, language=language())
-
-        st.caption(
-            _(
-                "Per million tokens at your traffic, input / cached input / output: the top option {mine} "
-                "({basis}); {provider} {model} {api}."
-            ).format(
-                mine=" / ".join(
-                    money(v) for v in (mine.input_per_million, mine.cached_input_per_million, mine.output_per_million)
-                ),
-                basis=split_basis_text(top.tokens.split),
-                provider=best.provider,
-                model=best.api_model,
-                api=" / ".join(
-                    money(v) for v in (best.input_per_million, best.cached_input_per_million, best.output_per_million)
-                ),
-            )
-        )
+        _token_prices(top.tokens, best, cur)
     st.caption(
         _(
             "List prices from [LiteLLM's model price table]({url}) (MIT), snapshot of {date}. Refresh: `{command}`. "
             "Every API of the model, owning and energy: the top option's cost page."
         ).format(url=UPSTREAM_URL, date=best.snapshot_date, command=REFRESH_COMMAND)
+    )
+
+
+def _token_prices(tokens: TokensByKind, best: ApiOption, cur: str) -> None:
+    """The top option's input / cached / output price per million tokens at the traffic, beside the cheapest API's."""
+    mine = tokens.at_traffic or tokens.full_load
+
+    def money(amount: float | None) -> str:
+        return "—" if amount is None else format_money(amount, cur, language=language())
+
+    st.caption(
+        _(
+            "Per million tokens at your traffic, input / cached input / output: the top option {mine} "
+            "({basis}); {provider} {model} {api}."
+        ).format(
+            mine=" / ".join(
+                money(v) for v in (mine.input_per_million, mine.cached_input_per_million, mine.output_per_million)
+            ),
+            basis=split_basis_text(tokens.split),
+            provider=best.provider,
+            model=best.api_model,
+            api=" / ".join(
+                money(v) for v in (best.input_per_million, best.cached_input_per_million, best.output_per_million)
+            ),
+        )
     )

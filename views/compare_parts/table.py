@@ -52,6 +52,7 @@ def ranking_table(ranking: Ranking, measured: Mapping[OptionKey, MeasuredBeside]
             "rank": o.rank,
             "GPU": o.gpu_name,
             "GPUs per replica": o.gpus_per_replica,
+            "topology": _topology(o),
             "replicas": o.replicas,
             "GPUs in all": o.total_gpus,
             "engine": o.engine_name,
@@ -102,6 +103,13 @@ def _measured_cells(beside: MeasuredBeside | None) -> dict[str, object]:
     return {"measured": mark, "measured tok/s per replica": beside.output_tok_s, "measured vs estimate": distance}
 
 
+def _topology(option: RankedOption) -> str:
+    """'one pool', or 'disaggregated 4P1D (...)': separate prefill and decode pools, a replica being one xPyD unit."""
+    if option.topology == "disagg":
+        return _("disaggregated {pools} (extrapolated)").format(pools=option.pools)
+    return _("one pool")
+
+
 def _column_config(cur: str, split: SplitBasis) -> dict[str, ColumnConfig]:
     """The table's headers in the page's language, and how its numbers are drawn."""
     per_million, fleet, price, per_million_range = (
@@ -113,6 +121,7 @@ def _column_config(cur: str, split: SplitBasis) -> dict[str, ColumnConfig]:
     headers = {
         "rank": _("rank"),
         "GPUs per replica": _("GPUs per replica"),
+        "topology": _("topology"),
         "replicas": _("replicas"),
         "GPUs in all": _("GPUs in all"),
         "engine": _("engine"),
