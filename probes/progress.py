@@ -19,6 +19,7 @@ class WorkerProgress:
     errors: int = 0
     cpu_percent: float | None = None  # of one core, over the level so far
     alive: bool = True
+    pid: int | None = None  # its process on its node
 
     @property
     def client_bound(self) -> bool:

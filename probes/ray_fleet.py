@@ -52,6 +52,7 @@ class _Worker:
     id: int
     handle: Any
     node: str = ""
+    pid: int | None = None
     offset_s: float = 0.0  # its wall clock minus the driver's
     rtt_s: float = 0.0
     alive: bool = True
@@ -106,7 +107,7 @@ class Fleet:
             raise
         del key_box  # every worker holds the key now; the object is freed with the driver's reference
         for worker, hello in zip(fleet.workers.values(), hellos, strict=True):
-            worker.node = str(hello["node"])
+            worker.node, worker.pid = str(hello["node"]), int(str(hello["pid"]))
             await fleet._clock(worker)
         fleet._show()
         return fleet
@@ -283,7 +284,7 @@ class Fleet:
         rows = []
         for worker in self.workers.values():
             last = worker.last or WorkerProgress(worker.id, worker.node)
-            rows.append(replace(last, node=worker.node, alive=worker.alive))
+            rows.append(replace(last, node=worker.node, alive=worker.alive, pid=worker.pid))
         self.progress.update(workers=rows)
 
 
