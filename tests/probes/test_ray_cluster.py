@@ -80,7 +80,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _nodes(address: str, env: dict[str, str]) -> int:
     """Alive nodes of the cluster (0 while it does not answer)."""
-    code = f"import ray; ray.init(address='{address}', logging_level='ERROR'); print(sum(n['Alive'] for n in ray.nodes()))"
+    alive = "sum(n['Alive'] for n in ray.nodes())"
+    code = f"import ray; ray.init(address='{address}', logging_level='ERROR'); print({alive})"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     return int(done.stdout.strip() or 0) if done.returncode == 0 else 0
 
