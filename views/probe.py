@@ -32,6 +32,7 @@ from ui.probe_views import deployment_caption, downloads, run_details
 from ui.resources import get_engine
 from ui.tables import without_gaps
 from ui.text import escape_markdown
+from ui.worker_views import live_workers
 from views.probe_parts.fields import load_fields, sections
 from views.probe_parts.state import (
     API_KEY,
@@ -260,6 +261,7 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
         )
     if progress.message:
         box.caption(escape_markdown(note_text(progress.message, _)))
+    live_workers(box, progress.workers)
     if progress.levels:
         partial = RunResult(
             endpoint=run.settings.endpoint,
