@@ -46,6 +46,14 @@ class _Queued(NullSink):
         self.events.put(("power", list(samples)))
 
 
+def _ray_installed() -> bool:
+    """True when ray can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec("ray") is not None
+    except ValueError:  # sys.modules["ray"] is None: imports of it fail
+        return False
+
+
 class ProbeRun:
     """Start with .start(); poll .progress(); .cancel() keeps what finished; .wait() then .result().
 
@@ -90,7 +98,7 @@ class ProbeRun:
             self.run_id = self._sink.started(self.settings)
         try:
             check_run_settings(self.settings, self._limits)
-            if self.settings.workers and importlib.util.find_spec("ray") is None:
+            if self.settings.workers and not _ray_installed():
                 raise ProbeSettingsError(RAY_MISSING)
             build_prompts(self.settings, self.settings.requests_per_level)
         except ProbeError as exc:

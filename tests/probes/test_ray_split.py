@@ -58,3 +58,15 @@ def test_a_run_without_workers_never_imports_ray(fake) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_workers_without_ray_installed_is_one_clear_error(fake, monkeypatch, capsys) -> None:
+    from probes.cli import EXIT_USAGE, run_cli
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # imports of ray fail, as when it is not installed
+    code = run_cli(["--base-url", fake.base_url, "--model", "fake", "--workers", "2", "--no-db", "--quiet"])
+    assert code == EXIT_USAGE
+    assert (
+        "--workers needs Ray, which is not installed here: pip install -r requirements-ray.txt"
+        in capsys.readouterr().err
+    )
