@@ -67,9 +67,12 @@ class SpreadLevel(Level):
         else:
             plans = split_pinned(self.plan, live, len(fleet.workers))
         orders = {w: Order(self.kind, plan, self.builder) for w, plan in plans.items()}
-        start_wall_s, end_wall_s = await fleet.run_level(orders, self._merge)
-        self.start_s = self.clock() - (time.time() - start_wall_s)
+        start_wall_s, end_wall_s = await fleet.run_level(orders, self._merge, self._started)
         self.end_s = self.start_s + max(0.0, (end_wall_s or start_wall_s) - start_wall_s)
+
+    def _started(self, start_wall_s: float) -> None:
+        """The shared start on the driver's clock (a cancelled level's duration runs from it)."""
+        self.start_s = self.end_s = self.clock() + (start_wall_s - time.time())
 
     def _merge(self, samples: Sequence[RequestSample]) -> None:
         if not self.plan.counted:

@@ -116,10 +116,13 @@ class Fleet:
         """The workers still alive, by id."""
         return [worker.id for worker in self.workers.values() if worker.alive]
 
-    async def run_level(self, orders: dict[int, Order], on_samples: SampleSink) -> tuple[float, float | None]:
+    async def run_level(
+        self, orders: dict[int, Order], on_samples: SampleSink, started: Callable[[float], None]
+    ) -> tuple[float, float | None]:
         """Run one level on the workers of `orders`: ready, one start instant, drained until every one ended.
 
-        Returns the driver's wall clock at the shared start and when the last request finished (None: none did).
+        Returns the driver's wall clock at the shared start and when the last request finished (None: none did);
+        `started` hears the start instant as soon as it is set.
         Cancelled, every worker is stopped (killed if it does not stop within STOP_TIMEOUT_S) and what finished
         is drained before the cancel goes on.
         """
@@ -127,6 +130,7 @@ class Fleet:
         ready = await self._each(list(orders), lambda w: w.handle.prepare.remote(orders[w.id]), READY_TIMEOUT_S)
         go = [w for w in ready if self.workers[w].alive]
         start_wall_s = time.time() + START_LEAD_S + max((self.workers[w].rtt_s for w in go), default=0.0)
+        started(start_wall_s)
         runs = {
             w: asyncio.ensure_future(
                 _awaited(self.workers[w].handle.go.remote(start_wall_s + self.workers[w].offset_s))

@@ -190,6 +190,7 @@ def test_a_worker_killed_mid_run_gives_a_partial_run_with_its_batches_kept(
 
 
 def test_cancel_stops_every_worker_within_two_seconds(cluster: str, server: FakeServer, tmp_path: Path) -> None:
+    begun_s = time.perf_counter()
     probe, engine = _run(_long(server, cluster), tmp_path)
     wait_until(lambda: _finished(probe, 0) >= 5 and _finished(probe, 1) >= 5, timeout_s=240)
     cancelled_s = time.perf_counter()
@@ -197,6 +198,7 @@ def test_cancel_stops_every_worker_within_two_seconds(cluster: str, server: Fake
     assert probe.wait(30)
     result = probe.result()
     assert result is not None and result.status == RunStatus.CANCELLED
+    assert 0 < result.levels[0].duration_s < cancelled_s - begun_s + 2.0  # from the shared start to the cancel
     # The run ends only after its workers were stopped (or killed): nothing reached the server 2 s after the cancel.
     assert max(r.received_s for r in server.records()) < cancelled_s + 2.0
     assert len(load_samples(engine, probe.run_id)) > 10
