@@ -26,6 +26,7 @@ from tests.support import ROOT, free_port, wait_until
 
 RAY = str(Path(sys.executable).parent / "ray")
 QUICK = Behaviour(ttft_ms=5, tpot_ms=1, tokens=4)
+CLUSTER_DIRS: list[Path] = []  # the cluster's session directory (logs, its record of actors and tasks)
 
 
 def _port() -> int:
@@ -40,6 +41,7 @@ def _port() -> int:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A head node and a second node of one CPU each, with their own token; their processes ended after."""
     root = tmp_path_factory.mktemp("ray")
+    CLUSTER_DIRS.append(root)
     token = root / "token"
     token.write_text(secrets.token_hex(32))
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
@@ -163,6 +165,27 @@ def test_poisson_arrivals_thinned_over_the_workers_add_up_to_poisson_at_the_rate
     # Both workers start from the one shared instant.
     first = {w: min(s.start_s for s in stored if s.worker == w) for w in (0, 1)}
     assert max(first.values()) < 0.2
+
+
+def test_the_key_reaches_the_workers_and_nothing_of_the_cluster_keeps_it(cluster: str, tmp_path: Path) -> None:
+    key = "sk-ray-" + secrets.token_hex(12)
+    with serve_in_thread(defaults=QUICK, max_running=None, api_key=key) as keyed:
+        settings = _settings(keyed, cluster, concurrency=(2,), requests_per_level=6, api_key=key)
+        probe, engine = _run(settings, tmp_path)
+        assert probe.wait(240)
+        result = probe.result()
+        assert result is not None and result.levels[0].completed == 6  # the server took the key from both workers
+        assert {s.worker for s in load_samples(engine, probe.run_id)} == {0, 1}
+    leaks = []
+    for path in CLUSTER_DIRS[0].rglob("*"):
+        if path.is_file() and not path.is_socket():
+            try:
+                if key.encode() in path.read_bytes():
+                    leaks.append(path)
+            except OSError:
+                continue
+    assert not leaks  # no log, no record of the actors' arguments
+    assert key not in (tmp_path / "runs.db").read_bytes().decode("latin-1")
 
 
 def _long(server: FakeServer, cluster: str) -> RunSettings:
