@@ -245,3 +245,24 @@ def test_a_dead_driver_leaves_no_worker_sending(cluster: str, server: FakeServer
 def _finished(probe: ProbeRun, worker: int) -> int:
     workers = probe.progress().workers
     return workers[worker].finished if len(workers) > worker else 0
+
+
+def test_the_probe_page_spreads_its_run_and_shows_each_worker(
+    cluster: str, server: FakeServer, database_url: str
+) -> None:
+    from tests.pages.apptest import finish_probe, open_page, open_result_tab
+    from ui.resources import get_engine
+
+    get_engine.clear()
+    link = {"url": server.base_url, "model": "fake", "levels": "2", "requests": "6", "workers": "2"}
+    at = open_page("probe", {**link, "ray_address": cluster})
+    at.button(key="probe.start").click().run()
+    assert not at.exception and not at.error
+    finish_probe(at, timeout_s=240)
+    assert not at.exception and not at.error
+    at = open_result_tab(at, "Workers")
+    table = next(df.value for df in at.dataframe if "Node" in df.value.columns)
+    assert list(table["Worker"]) == [0, 1] and list(table["Requests"]) == [3, 3]
+    engine = make_engine(database_url)
+    run_id = at.session_state["_probe.last_run_id"]
+    assert len(load_samples(engine, run_id)) == len(server.records()) == 6
