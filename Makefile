@@ -10,12 +10,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.run-deps: requirements.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+$(VENV)/.run-deps: requirements.txt requirements-ray.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt -r requirements-ray.txt
 	touch $@
 
-$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+$(VENV)/.dev-deps: requirements.txt requirements-ray.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt -r requirements-ray.txt
 	touch $(VENV)/.run-deps $@
 
 ## run: install what the app needs and start it on http://localhost:$(PORT) (SQLite under ./data/)

@@ -12,7 +12,7 @@ from db.recovery import owner
 from db.run_tables import ImportRow, LevelRow, PowerRow, RunRow, SampleRow
 from probes.config import RunSettings, redact_url
 from probes.deployment import Deployment
-from probes.models import LevelResult, RequestSample, RunResult, RunStatus
+from probes.models import LevelResult, RequestSample, RunResult, RunStatus, WorkerStats
 from probes.power import PowerSample
 
 MAX_TEXT_CHARS = 2000
@@ -94,6 +94,9 @@ def _sample_row(run_id: str, sample: RequestSample) -> SampleRow:
         input_tokens=sample.input_tokens,
         output_tokens=sample.output_tokens,
         token_source=str(sample.token_source) if sample.token_source else None,
+        worker=sample.worker,
+        scheduled_s=sample.scheduled_s,
+        sent_s=sample.start_s,
         sample_json=sample.model_dump_json(),
     )
 
@@ -171,8 +174,10 @@ def finish_run(
     best_concurrency_within_slo: int | None = None,
     finished_at: datetime | None = None,
     notes: Sequence[str] = (),
+    workers: Sequence[WorkerStats] = (),
+    partial_reason: str | None = None,
 ) -> None:
-    """Set the final status (completed, cancelled, failed) and the notes that qualify the figures."""
+    """Set the final status, the notes that qualify the figures, and (--workers) the workers and why it is partial."""
     with session_factory(engine)() as session, session.begin():
         session.execute(
             update(RunRow)
@@ -184,6 +189,9 @@ def finish_run(
                 heartbeat_at=_now(),
                 best_concurrency_within_slo=best_concurrency_within_slo,
                 notes_json=json.dumps([note[:MAX_TEXT_CHARS] for note in notes]),
+                workers_json=json.dumps([worker.model_dump(mode="json") for worker in workers]),
+                partial=partial_reason is not None,
+                partial_reason=partial_reason[:MAX_TEXT_CHARS] if partial_reason else None,
             )
         )
 
@@ -255,6 +263,8 @@ class RunRecorder:
             error=result.error,
             best_concurrency_within_slo=result.best_concurrency_within_slo,
             notes=result.notes,
+            workers=result.workers,
+            partial_reason=(result.partial_reason or "a worker was lost") if result.partial else None,
         )
 
     def failed(self, error: BaseException | None) -> None:

@@ -12,7 +12,7 @@ from db.run_tables import LevelRow, PowerRow, RunRow, SampleRow
 from probes.config import RunSettings
 from probes.deployment import STORED
 from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level, with_energy
-from probes.models import LevelResult, RequestSample, RunResult, RunStatus
+from probes.models import LevelResult, RequestSample, RunResult, RunStatus, WorkerStats
 from probes.power import PowerSample
 from probes.ratesearch import search_of_levels
 from probes.turn_stats import level_turn_stats
@@ -54,6 +54,9 @@ class StoredRun:
     deploy_engine: str | None
     deploy_quant: str | None
     model_confirmed: bool  # the user confirmed the run measured deploy_model whatever the server called it
+    partial: bool  # --workers: a worker was lost mid-run
+    partial_reason: str | None
+    workers_json: str  # --workers: the workers (WorkerStats), "[]" otherwise
 
     @classmethod
     def of_row(cls, row: RunRow) -> "StoredRun":
@@ -209,6 +212,9 @@ def get_run(engine: Engine, run_id: str, *, with_samples: bool = True) -> RunRes
         levels=levels,
         samples=samples,
         notes=json.loads(row.notes_json or "[]"),
+        workers=[WorkerStats.model_validate(worker) for worker in json.loads(row.workers_json or "[]")],
+        partial=row.partial,
+        partial_reason=row.partial_reason,
     )
     power = load_power(engine, run_id) if settings.dcgm_url else []
     return with_energy(result, power) if power else result

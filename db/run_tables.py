@@ -43,6 +43,10 @@ class RunRow(Base):
     deploy_quant: Mapped[str | None] = mapped_column(String(100), default=None)
     # The user confirmed the run measured deploy_model although the server named another model (calibrates then).
     model_confirmed: Mapped[bool] = mapped_column(Boolean, default=False)
+    # --workers: a worker was lost (its requests after its last batch are missing), why; the workers (WorkerStats).
+    partial: Mapped[bool] = mapped_column(Boolean, default=False)
+    partial_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    workers_json: Mapped[str] = mapped_column(Text, default="[]")
 
     @property
     def settings(self) -> RunSettings:
@@ -88,6 +92,10 @@ class SampleRow(Base):
     input_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
     output_tokens: Mapped[int | None] = mapped_column(Integer, default=None)
     token_source: Mapped[str | None] = mapped_column(String(16), default=None)
+    # --workers: the worker that sent it, and its scheduled and actual send time (s from the level's shared start).
+    worker: Mapped[int | None] = mapped_column(Integer, default=None)
+    scheduled_s: Mapped[float | None] = mapped_column(Float, default=None)
+    sent_s: Mapped[float | None] = mapped_column(Float, default=None)
     sample_json: Mapped[str] = mapped_column(Text)
 
 

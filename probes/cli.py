@@ -25,6 +25,7 @@ from probes.field_text import allowed_text, default_text, flag_of, required_on_c
 from probes.models import LevelResult, RunResult, RunStatus
 from probes.options import prepare_run
 from probes.power import energy_text
+from probes.progress import WorkerProgress
 from probes.sink import RunSink
 from probes.worker import ProbeRun
 
@@ -179,7 +180,32 @@ def summary_line(result: RunResult) -> str:
         + (f"; deployment: {deployment}" if deployment else "")
         + energy
         + (f"; stored as run {result.run_id}" if result.run_id else "")
+        + (f"; PARTIAL: {result.partial_reason}" if result.partial else "")
     )
+
+
+def worker_lines(result: RunResult) -> list[str]:
+    """--workers: one line per Ray worker (its node, requests, errors, client CPU, clock offset, send lag)."""
+    return [
+        f"worker {w.id} on {w.node}: {w.requests} requests ({w.errors} failed) | client CPU "
+        f"{_fmt(w.cpu_percent, '%')} | clock offset {_fmt(w.clock_offset_ms, 'ms', 2)} | send lag p50 "
+        f"{_fmt(w.schedule_lag_ms.p50, 'ms', 1)} p99 {_fmt(w.schedule_lag_ms.p99, 'ms', 1)}"
+        for w in result.workers
+    ]
+
+
+def live_workers_text(workers: Sequence[WorkerProgress]) -> str:
+    """--workers: the live line's part per worker and in total (sent, finished, errors, client CPU)."""
+    if not workers:
+        return ""
+    parts = [
+        f"w{w.id} {w.sent}/{w.finished}/{w.errors} {_fmt(w.cpu_percent, '%')}"
+        + ("" if w.alive else " LOST")
+        + (" CLIENT-BOUND" if w.client_bound else "")
+        for w in workers
+    ]
+    total = (sum(w.sent for w in workers), sum(w.finished for w in workers), sum(w.errors for w in workers))
+    return f" | total sent/finished/errors {total[0]}/{total[1]}/{total[2]} | " + " ".join(parts)
 
 
 def run_cli(
@@ -286,6 +312,7 @@ def _wait(probe: ProbeRun, err: TextIO, progress: TextIO | None) -> bool:
             if progress is not None and progress.isatty():
                 p = probe.progress()
                 shown = f"  level {p.concurrency}: {p.finished}/{p.requests_per_level} ({p.failed} failed)"
+                shown += live_workers_text(p.workers)
                 if shown != last_shown:
                     print(shown, end="\r", file=progress, flush=True)
                     last_shown = shown
@@ -317,6 +344,8 @@ def _finish(probe: ProbeRun, options: CliOptions, interrupted: bool, err: TextIO
         result = result.model_copy(update={"run_id": probe.run_id})
     written = _write_output(result, options, err)
     if not options.quiet:
+        for line in worker_lines(result):
+            print(line, file=err, flush=True)
         print(summary_line(result), file=err, flush=True)
     elif result.status == RunStatus.FAILED:
         print(f"error: {result.error}", file=err)

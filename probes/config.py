@@ -158,6 +158,10 @@ class RunSettings(BaseModel):
     slo: SloTargets = Field(default_factory=SloTargets)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     deployment: Deployment = Field(default_factory=Deployment)  # what was measured (runs stored before: unknown)
+    # Spread over this many Ray workers (probes/ray_driver.py); None: one process, Ray not imported. The cluster's
+    # address (None: RAY_ADDRESS, else a local Ray started for the run).
+    workers: int | None = Field(default=None, ge=1)
+    ray_address: str | None = None
 
     @field_validator("base_url")
     @classmethod

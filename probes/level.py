@@ -28,6 +28,12 @@ class LevelPlan:
     prompt_offset: int = 0
     counted: bool = True  # False for the warm-up: no samples reported, no progress
     rate_rps: float | None = None  # open loop: arrivals at this rate (at most `concurrency` in flight)
+    # --workers: this worker's number, its first request's number in the level and its arrivals' own seed; its
+    # samples then carry the worker and their scheduled send time (probes/ray_split.py splits a level into plans).
+    worker: int | None = None
+    of_workers: int = 1  # a trace replay's fixed assignment: this worker sends the requests i with i % of_workers
+    index_offset: int = 0
+    arrival_seed: int | None = None
 
 
 class Level:
@@ -58,10 +64,17 @@ class Level:
         self.tasks: set[asyncio.Task[None]] = set()
         self.start_s = 0.0
         self.end_s = 0.0
+        self.prepared = False
+
+    async def prepare(self) -> None:
+        """Get ready before the level's clock starts (run() does it when not done before)."""
+        await self._prepare()
+        self.prepared = True
 
     async def run(self) -> None:
         """Dispatch every request and wait for them; on cancellation, cancel those in flight and re-raise."""
-        await self._prepare()
+        if not self.prepared:
+            await self.prepare()
         self.start_s = self.end_s = self.clock()
         try:
             await self._dispatch()
@@ -87,15 +100,16 @@ class Level:
         """Start each request when a slot is free (and its arrival time came), until the count or the duration."""
         settings, plan = self.settings, self.plan
         free = asyncio.Semaphore(plan.concurrency)
-        arrivals = _Arrivals(
-            plan.rate_rps, settings.burstiness, settings.seed * 7919 + plan.index, self.start_s, self.clock
-        )
+        seed = settings.seed * 7919 + plan.index if plan.arrival_seed is None else plan.arrival_seed
+        arrivals = _Arrivals(plan.rate_rps, settings.burstiness, seed, self.start_s, self.clock)
         for i in range(plan.count):
             if settings.duration_s is not None and self.clock() - self.start_s >= settings.duration_s:
                 break
             await arrivals.next()
             await free.acquire()
-            task = asyncio.create_task(self._one(i))
+            # Due at its arrival (open loop), or when its slot came free (closed loop).
+            due_s = (arrivals.next_s if arrivals.gaps is not None else self.clock()) - self.start_s
+            task = asyncio.create_task(self._one(i, due_s))
             self.tasks.add(task)
             task.add_done_callback(self._slot_freer(free))
             if plan.counted:
@@ -111,7 +125,7 @@ class Level:
     def _prompt_index(self, i: int) -> int:
         return (self.plan.prompt_offset + i) % len(self.prompts)
 
-    async def _one(self, i: int) -> None:
+    async def _one(self, i: int, due_s: float) -> None:
         k = self._prompt_index(i)
         sample = await send_request(
             self.client,
@@ -119,15 +133,20 @@ class Level:
             self.prompts[k],
             level_index=self.plan.index,
             concurrency=self.plan.concurrency,
-            index=i,
+            index=self.plan.index_offset + i,
             level_start_s=self.start_s,
             clock=self.clock,
             body=self.bodies.get(k),
         )
-        self._record(sample)
+        self._record(sample, due_s)
 
-    def _record(self, sample: RequestSample) -> None:
-        """Keep a finished request: the level's end, its samples, the progress and the sink (counted levels)."""
+    def _record(self, sample: RequestSample, due_s: float | None = None) -> None:
+        """Keep a finished request: the level's end, its samples, the progress and the sink (counted levels).
+
+        A worker's level (--workers) marks it with the worker and its scheduled send time.
+        """
+        if self.plan.worker is not None:
+            sample = sample.model_copy(update={"worker": self.plan.worker, "scheduled_s": due_s})
         self.end_s = self.clock()
         self.samples.append(sample)
         if self.plan.counted:

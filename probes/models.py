@@ -86,6 +86,10 @@ class RequestSample(BaseModel):
     trace_line: int | None = Field(default=None, description="trace replay: the request's line in the trace file")
     session: int | None = Field(default=None, description="sessions: the session's number in the run, from 0")
     turn: int | None = Field(default=None, description="sessions: the turn within its session, from 1")
+    worker: int | None = Field(default=None, description="--workers: the Ray worker that sent it, from 0")
+    scheduled_s: float | None = Field(
+        default=None, description="--workers: when it was due to be sent, seconds from the level's shared start"
+    )
 
     @property
     def ok(self) -> bool:
@@ -242,6 +246,20 @@ class RateSearch(BaseModel):
     levels: tuple[RateLevel, ...] = ()
 
 
+class WorkerStats(BaseModel):
+    """One Ray worker of a --workers run: where it ran, what it sent, its client CPU and its clock and send lag."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int = Field(description="the worker's number, from 0")
+    node: str = Field(description="the Ray node it ran on (its IP address)")
+    requests: int = Field(description="requests it finished (failed ones included)")
+    errors: int = Field(description="of those, the failed ones")
+    cpu_percent: float | None = Field(description="its process's CPU time over its levels' wall time, % of one core")
+    clock_offset_ms: float | None = Field(description="its wall clock minus the driver's, measured by round trip")
+    schedule_lag_ms: ScheduleLag = Field(description="actual minus scheduled send time over its requests")
+
+
 class RunResult(BaseModel):
     """A whole run, as the CLI writes it and the pages export it (schema documented in docs/probe.md)."""
 
@@ -268,3 +286,6 @@ class RunResult(BaseModel):
     )
     power: list[PowerSample] = Field(default_factory=list, description="the DCGM exporter's readings (--dcgm-url)")
     energy: MeasuredEnergy | None = Field(default=None, description="the energy measured over the levels' window")
+    workers: list[WorkerStats] = Field(default_factory=list, description="--workers: one entry per Ray worker")
+    partial: bool = Field(default=False, description="a worker was lost: its requests after its last batch are missing")
+    partial_reason: str | None = Field(default=None, description="which worker was lost, when, and why")

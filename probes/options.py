@@ -416,6 +416,28 @@ class ProbeOptions(BaseModel):
         le=60,
         json_schema_extra={FLAG: "--dcgm-interval"},
     )
+    workers: int | None = Field(
+        default=RUN_DEFAULTS.workers,
+        alias="workers",
+        title=N_("Ray workers"),
+        description=N_(
+            "Spread every level over this many Ray workers (actors), each sending its exact share of the load; "
+            "percentiles come from all their samples. Without it, one process and no Ray. Needs the ray extra "
+            "(pip install -r requirements-ray.txt)."
+        ),
+        ge=1,
+        le=1024,
+    )
+    ray_address: str | None = Field(
+        default=RUN_DEFAULTS.ray_address,
+        alias="ray_address",
+        title=N_("Ray address"),
+        description=N_(
+            "With workers: the Ray cluster to join, e.g. ray-head:6379 or ray://ray-head:10001; without it, "
+            "RAY_ADDRESS, else a local Ray started for the run."
+        ),
+        max_length=500,
+    )
     # The deployment measured (optional; blank engine, model and quantization are read from the server).
     gpu: str | None = _deployment_option("gpu")
     gpu_count: int | None = _deployment_option("gpu_count")
@@ -432,6 +454,11 @@ class ProbeOptions(BaseModel):
     @classmethod
     def _strip_text(cls, value: str) -> str:
         return value.strip()
+
+    @field_validator("ray_address")
+    @classmethod
+    def _blank_address(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     @field_validator("dcgm_url")
     @classmethod

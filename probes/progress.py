@@ -5,6 +5,27 @@ from threading import Lock
 
 from probes.models import LevelResult, RequestSample, RunStatus
 
+CLIENT_BOUND_CPU_PERCENT = 85.0  # a worker above this share of a core is client-bound: its latencies may be inflated
+
+
+@dataclass(frozen=True)
+class WorkerProgress:
+    """One Ray worker of a --workers run, as of the driver's last drain (this level's counts)."""
+
+    id: int
+    node: str
+    sent: int = 0
+    finished: int = 0
+    errors: int = 0
+    cpu_percent: float | None = None  # of one core, over the level so far
+    alive: bool = True
+    pid: int | None = None  # its process on its node
+
+    @property
+    def client_bound(self) -> bool:
+        """True above CLIENT_BOUND_CPU_PERCENT of a core: its latencies may be inflated by the client itself."""
+        return self.cpu_percent is not None and self.cpu_percent > CLIENT_BOUND_CPU_PERCENT
+
 
 @dataclass
 class Progress:
@@ -23,12 +44,13 @@ class Progress:
     failed: int = 0
     levels: list[LevelResult] = field(default_factory=list)
     message: str | None = None
+    workers: list[WorkerProgress] = field(default_factory=list)  # --workers: each Ray worker
     _lock: Lock = field(default_factory=Lock, repr=False)
 
     def snapshot(self) -> "Progress":
         """A consistent copy for another thread."""
         with self._lock:
-            return replace(self, levels=list(self.levels), _lock=Lock())
+            return replace(self, levels=list(self.levels), workers=list(self.workers), _lock=Lock())
 
     def update(self, **changes: object) -> None:
         """Set fields under the lock."""

@@ -139,6 +139,8 @@ class TraceLevel(Level):
         free = asyncio.Semaphore(self.plan.concurrency)
         with contextlib.closing(trace_requests(self.settings)) as requests:
             for i, req in enumerate(requests):
+                if self.plan.worker is not None and i % self.plan.of_workers != self.plan.worker:
+                    continue  # another worker's request (--workers): the trace is dealt out by its order
                 prompt = Prompt(self.builder.prompt(req))
                 body = request_body(self.settings, prompt, max_tokens=req.output_tokens)
                 encoded = encode_body(body)
@@ -166,4 +168,4 @@ class TraceLevel(Level):
         )
         self.lags_ms.append((sample.start_s - req.arrival_s) * 1000)
         sample = sample.model_copy(update={"trace_line": req.line})
-        self._record(sample)
+        self._record(sample, req.arrival_s)

@@ -59,8 +59,11 @@ async def run_probe(
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: Clock = time.perf_counter,
     limits: Settings | None = None,
+    sweep_type: "type[Sweep] | None" = None,
 ) -> RunResult:
     """Run the sweep and return its result.
+
+    `sweep_type` runs the levels another way (probes/ray_driver.py spreads them over Ray workers).
 
     Refused settings raise ProbeSettingsError and an unreadable workload WorkloadError, before anything is sent.
     An unreachable endpoint gives a FAILED result. Cancelling the task ends the run early: requests in flight are
@@ -78,7 +81,7 @@ async def run_probe(
     # A replay is open loop: at most max_in_flight in flight when given, else up to the concurrency cap.
     replay_pool = settings.max_in_flight or (limits or get_settings()).probe_max_concurrency
     pool = replay_pool if settings.trace_mode else len(conversations) if conversations is not None else None
-    sweep = _Sweep(
+    sweep = (sweep_type or Sweep)(
         settings,
         prompts,
         progress or Progress(),
@@ -86,6 +89,7 @@ async def run_probe(
         clock,
         sink or NullSink(),
         pool=pool,
+        limits=limits,
     )
     sweep.conversations = conversations
     if replay is not None:
@@ -104,7 +108,7 @@ async def run_probe(
     return with_energy(sweep.result(), power)
 
 
-class _Sweep:
+class Sweep:
     """One run: its client, what it collected so far, and how it ended."""
 
     def __init__(
@@ -117,8 +121,10 @@ class _Sweep:
         sink: RunSink,
         *,
         pool: int | None = None,
+        limits: Settings | None = None,
     ) -> None:
         self.settings = settings
+        self.limits = limits
         self.prompts = prompts
         self.progress = progress
         self.clock = clock

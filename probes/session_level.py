@@ -124,6 +124,7 @@ class SessionLevel(Level):
                 return
             body = request_body(settings, conversation.next_messages(turn), max_tokens=max_tokens)
             index = self.sent
+            due_s = self.clock() - self.start_s
             self.sent += 1
             self.progress.update(sent=self.sent)
             sample, answer = await send_turn(
@@ -137,7 +138,7 @@ class SessionLevel(Level):
                 level_start_s=self.start_s,
                 clock=self.clock,
             )
-            self._record(sample.model_copy(update={"session": conversation.index, "turn": turn}))
+            self._record(sample.model_copy(update={"session": conversation.index, "turn": turn}), due_s)
             if sample.ok:
                 conversation.record_answer(turn, answer)
             else:

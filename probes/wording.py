@@ -20,6 +20,19 @@ DETECT_FAILED = N_("could not tell the deployment: {error}")
 SEARCH_STOPPED = N_("rate search stopped: {detail}")
 RECORD_FAILED = N_("could not record: {error}")
 
+# probes/ray_fleet.py, probes/ray_driver.py: --workers (a missing Ray, a lost worker, a client-bound worker's note)
+RAY_MISSING = N_(
+    "--workers needs Ray, which is not installed here: pip install -r requirements-ray.txt (or run without --workers)"
+)
+WORKER_LOST = N_(
+    "worker {worker} on {node} was lost at {at} during level {level} ({reason}); its requests after its last batch "
+    "are missing"
+)
+CLIENT_BOUND = N_(
+    "worker {worker} used {cpu}% of a core (over {limit}%): it was client-bound, so its latencies may be inflated; "
+    "add workers or machines"
+)
+
 # probes/replay.py: a trace replay's note (RunResult.notes)
 UNCALIBRATED = N_("the server reported no prompt usage: trace input lengths are uncalibrated (one token per word)")
 UNCALIBRATED_BECAUSE = N_(
@@ -53,6 +66,9 @@ TEMPLATES = (
     DETECT_FAILED,
     SEARCH_STOPPED,
     RECORD_FAILED,
+    RAY_MISSING,
+    WORKER_LOST,
+    CLIENT_BOUND,
     UNCALIBRATED,
     UNCALIBRATED_BECAUSE,
     FIRST_RATE_MISSED,

@@ -1,6 +1,7 @@
 """A probe run in a worker thread with its own event loop; its sink hears of it in a separate thread; cancellable."""
 
 import asyncio
+import importlib.util
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -11,12 +12,12 @@ import httpx2
 
 from probes.config import RunSettings, check_run_settings
 from probes.deployment import Deployment
-from probes.errors import ProbeError
+from probes.errors import ProbeError, ProbeSettingsError
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.power import PowerSample
 from probes.runner import Progress, run_probe
 from probes.sink import NullSink, RunSink
-from probes.wording import RECORD_FAILED
+from probes.wording import RAY_MISSING, RECORD_FAILED
 from probes.workloads import build_prompts
 from settings import Settings
 
@@ -43,6 +44,14 @@ class _Queued(NullSink):
 
     def power(self, samples: Sequence[PowerSample]) -> None:
         self.events.put(("power", list(samples)))
+
+
+def _ray_installed() -> bool:
+    """True when ray can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec("ray") is not None
+    except ValueError:  # sys.modules["ray"] is None: imports of it fail
+        return False
 
 
 class ProbeRun:
@@ -89,6 +98,8 @@ class ProbeRun:
             self.run_id = self._sink.started(self.settings)
         try:
             check_run_settings(self.settings, self._limits)
+            if self.settings.workers and not _ray_installed():
+                raise ProbeSettingsError(RAY_MISSING)
             build_prompts(self.settings, self.settings.requests_per_level)
         except ProbeError as exc:
             if self._sink is not None:
@@ -141,6 +152,12 @@ class ProbeRun:
                 self._task = asyncio.current_task()
                 if self._cancel_requested.is_set():
                     raise asyncio.CancelledError
+                if self.settings.workers:  # spread over Ray workers: only then is ray imported
+                    from probes.ray_driver import run_spread
+
+                    return await run_spread(
+                        self.settings, sink=_Queued(self._queue), progress=self._progress, limits=self._limits
+                    )
                 return await run_probe(
                     self.settings,
                     sink=_Queued(self._queue),

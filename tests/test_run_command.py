@@ -13,6 +13,7 @@ COPIED = [
     "Makefile",
     "requirements.txt",
     "requirements-dev.txt",
+    "requirements-ray.txt",
     ".streamlit",
     "views",
     "ui",

@@ -31,6 +31,7 @@ from ui.resources import get_engine
 from ui.run_cost import run_cost_params
 from ui.tables import without_gaps
 from ui.text import escape_markdown
+from ui.worker_views import partial_warning, workers_table
 
 STATUS_ICONS = {
     RunStatus.COMPLETED: ":material/check_circle:",
@@ -226,6 +227,7 @@ def run_details(result: RunResult, key: str, *, after_cards: Callable[[], bool] 
     (ui/first_paint.py).
     """
     run_status_message(result)
+    partial_warning(result)
     if not result.levels:
         if result.status != RunStatus.FAILED:
             st.info(_("No level finished, so there is nothing to chart yet."), icon="ℹ️")
@@ -243,6 +245,8 @@ def run_details(result: RunResult, key: str, *, after_cards: Callable[[], bool] 
         names.append(_("By turn"))
     if result.settings.dcgm_url:
         names.append(_("Power"))
+    if result.workers:
+        names.append(_("Workers"))
     tabs = dict(zip(names, st.tabs(names, key=f"{key}.tab", on_change="rerun"), strict=True))
     with tabs[_("Levels")]:
         st.dataframe(without_gaps(level_rows(result, _)), hide_index=True, key=f"{key}.levels")
@@ -267,6 +271,9 @@ def run_details(result: RunResult, key: str, *, after_cards: Callable[[], bool] 
     if _("Power") in tabs and tabs[_("Power")].open:
         with tabs[_("Power")]:
             power_section(result, key)
+    if _("Workers") in tabs and tabs[_("Workers")].open:
+        with tabs[_("Workers")]:
+            workers_table(result, key)
     cost_this(result, f"{key}.cost_level")
     return True
 

@@ -33,6 +33,7 @@ from ui.resources import get_engine
 from ui.run_downloads import downloads
 from ui.tables import without_gaps
 from ui.text import escape_markdown
+from ui.worker_views import live_workers
 from views.probe_parts.fields import load_fields, sections
 from views.probe_parts.state import (
     API_KEY,
@@ -261,6 +262,7 @@ def _progress_view(run: ProbeRun, progress: Progress) -> None:
         )
     if progress.message:
         box.caption(escape_markdown(note_text(progress.message, _)))
+    live_workers(box, progress.workers)
     if progress.levels:
         partial = RunResult(
             endpoint=run.settings.endpoint,

@@ -77,6 +77,8 @@ SAMPLE_KEYS = {
     "trace_line",
     "session",
     "turn",
+    "worker",
+    "scheduled_s",
 }
 
 
@@ -92,6 +94,7 @@ FLAGS_SCRIPTS_USE = {
     "--burstiness", "--max-in-flight", "--find-max-rate", "--search-max-levels", "--search-max-duration-s",
     "--trace", "--trace-format", "--trace-speed", "--trace-start", "--trace-duration", "--trace-limit",
     "--sessions", "--turns", "--think-time-s", "--session-variant", "--conversations", "--dcgm-url", "--dcgm-interval",
+    "--workers", "--ray-address",
 }  # fmt: skip
 
 
@@ -284,6 +287,7 @@ def test_every_flag_reaches_the_run_settings() -> None:
             *("--trace-start", "60", "--trace-duration", "120", "--trace-limit", "50"),
             *("--sessions", "3", "--turns", "5", "--think-time-s", "1.5", "--session-variant", "agent"),
             *("--conversations", "c.jsonl", "--dcgm-url", "http://gpu-box:9400/metrics", "--dcgm-interval", "2"),
+            *("--workers", "4", "--ray-address", "ray-head:6379"),
         ],
         environ={"PROBE_API_KEY": KEY},
     )
@@ -328,6 +332,8 @@ def test_every_flag_reaches_the_run_settings() -> None:
         "conversations_file": "c.jsonl",
         "dcgm_url": "http://gpu-box:9400/metrics",
         "dcgm_interval_s": 2.0,
+        "workers": 4,
+        "ray_address": "ray-head:6379",
     }
     assert {name: getattr(settings, name) for name in expected} == expected
     assert settings.slo.model_dump() == {

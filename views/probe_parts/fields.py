@@ -87,6 +87,16 @@ def sections() -> None:
         left, right = st.columns([3, 1])
         text_field(left, state, "dcgm_url", placeholder="http://gpu-box:9400/metrics")
         number_field(right, state, "dcgm_interval", step=0.5, fmt="%.4g")
+    with st.expander(_("Many machines (optional: Ray workers)"), icon=":material/hub:"):
+        st.caption(
+            _(
+                "Spread every level over Ray workers: each sends its exact share from one shared start, and the "
+                "figures come from all their requests. Without a Ray address, a local Ray is started for the run."
+            )
+        )
+        left, right = st.columns([1, 3])
+        number_field(left, state, "workers", step=1, placeholder=_("empty: one process"))
+        text_field(right, state, "ray_address", placeholder="ray-head:6379")
 
 
 def _trace_fields(box: DeltaGenerator) -> None:
