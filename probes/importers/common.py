@@ -191,10 +191,13 @@ def level_of_samples(
     )
 
 
-def aggregate_slo(ttft: Stats, tpot: Stats, completed: int, failed: int, slo: SloTargets) -> SloOutcome:
-    """The SLO judged on a file's given percentiles and counts (no per-request data: no attainment, no goodput)."""
+def aggregate_slo(ttft: Stats, tpot: Stats, completed: int | None, failed: int, slo: SloTargets) -> SloOutcome:
+    """The SLO judged on a file's given percentiles and counts (no per-request data: no attainment, no goodput).
+
+    completed: None when the file counts no requests (its percentiles are still judged).
+    """
     violations: list[str] = []
-    sent = completed + failed
+    sent = (completed or 0) + failed
     if completed == 0 or ttft.p50 is None:
         violations.append(NO_REQUEST_COMPLETED)
     else:
@@ -228,8 +231,12 @@ def level_of_aggregates(
     total_tok_s: float | None,
     rate_rps: float | None = None,
     errors: Mapping[str, int] | None = None,
+    counted: bool = True,
 ) -> LevelResult:
-    """A level from a file's aggregates: its figures as given, never recomputed (None where not given)."""
+    """A level from a file's aggregates: its figures as given, never recomputed (None where not given).
+
+    counted: False when the file states no request counts (the zero counts then say nothing about the SLO).
+    """
     return LevelResult(
         index=index,
         concurrency=concurrency,
@@ -252,7 +259,7 @@ def level_of_aggregates(
         tpot_ms=tpot_ms,
         itl_ms=itl_ms,
         e2e_ms=e2e_ms,
-        slo=aggregate_slo(ttft_ms, tpot_ms, completed, failed, SloTargets()),
+        slo=aggregate_slo(ttft_ms, tpot_ms, completed if counted else None, failed, SloTargets()),
     )
 
 

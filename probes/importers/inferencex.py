@@ -137,6 +137,7 @@ class InferenceXImporter:
                 req_s=None,
                 output_tok_s=output_per_gpu * output_gpus if output_per_gpu is not None and output_gpus else None,
                 total_tok_s=per_gpu * total_gpus if per_gpu is not None and total_gpus else None,
+                counted=False,  # the file states no request counts
             )
             isl, osl = number(record, "isl", where), number(record, "osl", where)
             settings = imported_settings(
