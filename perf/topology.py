@@ -127,8 +127,9 @@ class TopologyEstimate(BaseModel):
             "output_tok_s_per_gpu": self.output_tok_s_per_gpu,
             "tok_s_per_user": self.tok_s_per_user,
             "request_rate_rps": self.request_rate_rps,
-            "ttft_ms": self.ttft_ms.model_dump(),
-            "tpot_ms": self.tpot_ms.model_dump(),
+            # null when no layout meets the SLO: there is no operating point within it to report
+            "ttft_ms": self.ttft_ms.model_dump() if self.meets_slo else None,
+            "tpot_ms": self.tpot_ms.model_dump() if self.meets_slo else None,
             "meets_slo": self.meets_slo,
             "topology_basis": self.basis.model_dump(),
             "topology_bands": {
@@ -161,10 +162,11 @@ def _line(t: TopologyEstimate) -> str:
         if t.topology == "disagg"
         else f"{t.prefill.replicas}x{t.prefill.gpus_per_replica} GPU replicas"
     )
+    if not t.meets_slo:
+        return f"{t.topology:>6}: no layout searched meets the SLO ({pools})"
     return (
         f"{t.topology:>6}: {t.output_tok_s_per_gpu:,.0f} tok/s/GPU, {t.tok_s_per_user:,.1f} tok/s/user, "
         f"TTFT p50 {t.ttft_ms.p50:,.0f} ms, TPOT p50 {t.tpot_ms.p50:.1f} ms, {pools}"
-        f"{'' if t.meets_slo else ' (misses the SLO)'}"
     )
 
 

@@ -104,6 +104,17 @@ def test_cli_json_contract_for_best(capsys: pytest.CaptureFixture[str]) -> None:
     }
 
 
+def test_an_slo_no_layout_meets_reports_no_latencies(capsys: pytest.CaptureFixture[str]) -> None:
+    """TPOT 1 ms is out of reach: the figures say so, with no invented 0 ms latencies or 0 tok/s lines."""
+    args = (*BASE, *LOAD, "--tpot-p50-ms", "1", "--total-gpus", "32", "--topology", "best")
+    code, out, _ = _run(capsys, *args, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["meets_slo"] is False and data["alternative"]["meets_slo"] is False
+    assert data["ttft_ms"] is None and data["tpot_ms"] is None and data["alternative"]["ttft_ms"] is None
+    code, out, _ = _run(capsys, *args)
+    assert out.count("no layout searched meets the SLO") == 2 and "TTFT p50 0 ms" not in out
+
+
 def test_cli_pools_as_given(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(
         capsys, *BASE, *LOAD, "--topology", "disagg", "--prefill-gpus", "2", "--decode-gpus", "4", "--json"
