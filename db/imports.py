@@ -11,9 +11,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.engine import session_factory
-from db.recorder import MAX_TEXT_CHARS, _deployment_columns, _sample_row, _settings_json
+from db.recorder import MAX_TEXT_CHARS, deployment_columns, level_row, sample_row, settings_json_text
 from db.recovery import owner
-from db.run_tables import ImportRow, LevelRow, RunRow
+from db.run_tables import ImportRow, RunRow
 from probes.importers.base import ImportedRun
 
 
@@ -61,7 +61,7 @@ def _add_run(session: Session, run: ImportedRun) -> str:
             api=str(settings.api),
             workload=str(settings.workload),
             status=result.status.value,
-            settings_json=_settings_json(settings),
+            settings_json=settings_json_text(settings),
             started_at=result.started_at,
             finished_at=result.finished_at,
             heartbeat_at=result.finished_at or result.started_at,
@@ -69,28 +69,12 @@ def _add_run(session: Session, run: ImportedRun) -> str:
             label=settings.label,
             notes_json=json.dumps([note[:MAX_TEXT_CHARS] for note in result.notes]),
             best_concurrency_within_slo=result.best_concurrency_within_slo,
-            **_deployment_columns(settings.deployment),
+            **deployment_columns(settings.deployment),
         )
     )
     session.flush()  # the run before the rows that refer to it
-    session.add_all(
-        [
-            LevelRow(
-                run_id=run_id,
-                level_index=level.index,
-                concurrency=level.concurrency,
-                completed=level.completed,
-                failed=level.failed,
-                output_tok_s=level.output_tok_s,
-                ttft_p50_ms=level.ttft_ms.p50,
-                tpot_p50_ms=level.tpot_ms.p50,
-                slo_met=level.slo.met,
-                result_json=level.model_dump_json(),
-            )
-            for level in result.levels
-        ]
-    )
-    session.add_all([_sample_row(run_id, sample) for sample in result.samples])
+    session.add_all([level_row(run_id, level) for level in result.levels])
+    session.add_all([sample_row(run_id, sample) for sample in result.samples])
     session.add(
         ImportRow(
             run_id=run_id,

@@ -22,7 +22,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _deployment_columns(deployment: Deployment) -> dict[str, object]:
+def deployment_columns(deployment: Deployment) -> dict[str, object]:
     """The deployment as RunRow's deploy_* columns."""
 
     def cut(value: str | None) -> str | None:
@@ -37,7 +37,7 @@ def _deployment_columns(deployment: Deployment) -> dict[str, object]:
     }
 
 
-def _settings_json(settings: RunSettings) -> str:
+def settings_json_text(settings: RunSettings) -> str:
     text = settings.model_dump_json()
     key = settings.api_key.get_secret_value() if settings.api_key else ""
     if key and key in text:  # defence in depth: the model never serialises it
@@ -56,12 +56,12 @@ def create_run(engine: Engine, settings: RunSettings, *, started_at: datetime | 
         api=str(settings.api),
         workload=str(settings.workload),
         status=RunStatus.RUNNING.value,
-        settings_json=_settings_json(settings),
+        settings_json=settings_json_text(settings),
         started_at=now,
         heartbeat_at=now,
         owner=owner(),
         label=settings.label,
-        **_deployment_columns(settings.deployment),
+        **deployment_columns(settings.deployment),
     )
     with session_factory(engine)() as session, session.begin():
         session.add(row)
@@ -74,13 +74,13 @@ def set_deployment(engine: Engine, run_id: str, deployment: Deployment) -> None:
         row = session.get(RunRow, run_id)
         if row is None:
             return
-        row.settings_json = _settings_json(row.settings.model_copy(update={"deployment": deployment}))
-        for column, value in _deployment_columns(deployment).items():
+        row.settings_json = settings_json_text(row.settings.model_copy(update={"deployment": deployment}))
+        for column, value in deployment_columns(deployment).items():
             setattr(row, column, value)
         row.heartbeat_at = _now()
 
 
-def _sample_row(run_id: str, sample: RequestSample) -> SampleRow:
+def sample_row(run_id: str, sample: RequestSample) -> SampleRow:
     return SampleRow(
         run_id=run_id,
         level_index=sample.level_index,
@@ -106,7 +106,7 @@ def add_samples(engine: Engine, run_id: str, samples: list[RequestSample]) -> No
     if not samples:
         return
     with session_factory(engine)() as session, session.begin():
-        session.add_all([_sample_row(run_id, s) for s in samples])
+        session.add_all([sample_row(run_id, s) for s in samples])
         session.execute(update(RunRow).where(RunRow.id == run_id).values(heartbeat_at=_now()))
 
 
@@ -134,24 +134,27 @@ def add_power(engine: Engine, run_id: str, samples: Sequence[PowerSample]) -> No
         session.add_all(rows)
 
 
+def level_row(run_id: str, level: LevelResult) -> LevelRow:
+    """A level's row: its figures the lists sort by, and the whole result as JSON."""
+    return LevelRow(
+        run_id=run_id,
+        level_index=level.index,
+        concurrency=level.concurrency,
+        completed=level.completed,
+        failed=level.failed,
+        output_tok_s=level.output_tok_s,
+        ttft_p50_ms=level.ttft_ms.p50,
+        tpot_p50_ms=level.tpot_ms.p50,
+        slo_met=level.slo.met,
+        result_json=level.model_dump_json(),
+    )
+
+
 def add_level(engine: Engine, run_id: str, level: LevelResult) -> None:
     """Store a finished level's result (replacing one stored before for the same index)."""
     with session_factory(engine)() as session, session.begin():
         session.execute(delete(LevelRow).where(LevelRow.run_id == run_id, LevelRow.level_index == level.index))
-        session.add(
-            LevelRow(
-                run_id=run_id,
-                level_index=level.index,
-                concurrency=level.concurrency,
-                completed=level.completed,
-                failed=level.failed,
-                output_tok_s=level.output_tok_s,
-                ttft_p50_ms=level.ttft_ms.p50,
-                tpot_p50_ms=level.tpot_ms.p50,
-                slo_met=level.slo.met,
-                result_json=level.model_dump_json(),
-            )
-        )
+        session.add(level_row(run_id, level))
         session.execute(update(RunRow).where(RunRow.id == run_id).values(heartbeat_at=_now()))
 
 

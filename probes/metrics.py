@@ -55,26 +55,36 @@ def request_is_good(sample: RequestSample, slo: SloTargets) -> bool:
     return sample.tpot_ms is None or sample.tpot_ms <= slo.request_tpot_ms
 
 
+def percentile_violations(ttft: Stats, tpot: Stats, slo: SloTargets) -> list[str]:
+    """The percentile targets a level missed ('no request completed' without a TTFT)."""
+    if ttft.p50 is None:
+        return [NO_REQUEST_COMPLETED]
+    violations: list[str] = []
+    if ttft.p50 > slo.ttft_p50_ms:
+        violations.append(f"TTFT p50 {ttft.p50:.0f} ms > {slo.ttft_p50_ms:g} ms")
+    if ttft.p99 is not None and ttft.p99 > slo.ttft_p99_ms:
+        violations.append(f"TTFT p99 {ttft.p99:.0f} ms > {slo.ttft_p99_ms:g} ms")
+    if tpot.p50 is not None and tpot.p50 > slo.tpot_p50_ms:
+        violations.append(f"TPOT p50 {tpot.p50:.1f} ms > {slo.tpot_p50_ms:g} ms")
+    return violations
+
+
+def failure_violations(failed: int, sent: int, slo: SloTargets) -> list[str]:
+    """The failure-ratio target, when more than its share of the sent requests failed."""
+    if sent and failed / sent > slo.max_failed_ratio:
+        return [TOO_MANY_FAILED.format(failed=failed, sent=sent, ratio=f"{slo.max_failed_ratio:.0%}")]
+    return []
+
+
 def slo_outcome(
     samples: Sequence[RequestSample], ttft: Stats, tpot: Stats, duration_s: float, slo: SloTargets
 ) -> SloOutcome:
     """Percentile targets and failure ratio decide `met`; attainment and goodput count good requests."""
-    violations: list[str] = []
     sent = len(samples)
     failed = sum(1 for s in samples if not s.ok)
     if sent == 0:
         return SloOutcome(met=False, attainment_ratio=None, goodput_req_s=None, violations=[NO_REQUESTS])
-    if ttft.p50 is None:
-        violations.append(NO_REQUEST_COMPLETED)
-    else:
-        if ttft.p50 > slo.ttft_p50_ms:
-            violations.append(f"TTFT p50 {ttft.p50:.0f} ms > {slo.ttft_p50_ms:g} ms")
-        if ttft.p99 is not None and ttft.p99 > slo.ttft_p99_ms:
-            violations.append(f"TTFT p99 {ttft.p99:.0f} ms > {slo.ttft_p99_ms:g} ms")
-        if tpot.p50 is not None and tpot.p50 > slo.tpot_p50_ms:
-            violations.append(f"TPOT p50 {tpot.p50:.1f} ms > {slo.tpot_p50_ms:g} ms")
-    if failed / sent > slo.max_failed_ratio:
-        violations.append(TOO_MANY_FAILED.format(failed=failed, sent=sent, ratio=f"{slo.max_failed_ratio:.0%}"))
+    violations = [*percentile_violations(ttft, tpot, slo), *failure_violations(failed, sent, slo)]
     good = sum(1 for s in samples if request_is_good(s, slo))
     return SloOutcome(
         met=not violations,

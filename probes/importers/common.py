@@ -15,9 +15,15 @@ from typing import Any
 from probes.config import RunSettings, SloTargets, WorkloadKind, normalize_base_url
 from probes.deployment import CATALOG_FIELDS, Deployment, catalog_id
 from probes.importers.base import ImportedRun, ImportFormatError, ImportProvenance
-from probes.metrics import best_concurrency_within_slo, best_request_rate_within_slo, summarize_level
+from probes.metrics import (
+    best_concurrency_within_slo,
+    best_request_rate_within_slo,
+    failure_violations,
+    percentile_violations,
+    summarize_level,
+)
 from probes.models import ErrorKind, LevelResult, RequestSample, RunResult, RunStatus, SloOutcome, Stats
-from probes.wording import NO_REQUEST_COMPLETED, TOO_MANY_FAILED
+from probes.wording import NO_REQUEST_COMPLETED
 
 # The endpoint of an imported run whose file does not name one (a reserved name that never resolves).
 UNKNOWN_ENDPOINT = "http://unknown.invalid"
@@ -196,19 +202,8 @@ def aggregate_slo(ttft: Stats, tpot: Stats, completed: int | None, failed: int, 
 
     completed: None when the file counts no requests (its percentiles are still judged).
     """
-    violations: list[str] = []
-    sent = (completed or 0) + failed
-    if completed == 0 or ttft.p50 is None:
-        violations.append(NO_REQUEST_COMPLETED)
-    else:
-        if ttft.p50 > slo.ttft_p50_ms:
-            violations.append(f"TTFT p50 {ttft.p50:.0f} ms > {slo.ttft_p50_ms:g} ms")
-        if ttft.p99 is not None and ttft.p99 > slo.ttft_p99_ms:
-            violations.append(f"TTFT p99 {ttft.p99:.0f} ms > {slo.ttft_p99_ms:g} ms")
-        if tpot.p50 is not None and tpot.p50 > slo.tpot_p50_ms:
-            violations.append(f"TPOT p50 {tpot.p50:.1f} ms > {slo.tpot_p50_ms:g} ms")
-    if sent and failed / sent > slo.max_failed_ratio:
-        violations.append(TOO_MANY_FAILED.format(failed=failed, sent=sent, ratio=f"{slo.max_failed_ratio:.0%}"))
+    given = [NO_REQUEST_COMPLETED] if completed == 0 else percentile_violations(ttft, tpot, slo)
+    violations = [*given, *failure_violations(failed, (completed or 0) + failed, slo)]
     return SloOutcome(met=not violations, attainment_ratio=None, goodput_req_s=None, violations=violations)
 
 
