@@ -9,21 +9,20 @@ every level's figures are computed from all its samples merged. Imported only wh
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from probes.config import RunSettings
 from probes.errors import ProbeError
 from probes.level import Level, LevelPlan
-from probes.metrics import peak_in_flight
 from probes.models import RequestSample, RunResult, RunStatus
 from probes.progress import CLIENT_BOUND_CPU_PERCENT, Progress
 from probes.ray_fleet import Fleet
 from probes.ray_split import Order, split_pinned, split_plan
-from probes.replay import calibrate, schedule_lag
 from probes.runner import Sweep, run_probe
 from probes.sessions import Conversation
 from probes.sink import RunSink
+from probes.trace_prompts import TracePromptBuilder
 from probes.turn_stats import level_turn_stats
 from probes.wording import CLIENT_BOUND
 from settings import Settings
@@ -108,24 +107,10 @@ class SpreadSweep(Sweep):
     def _new_level(self, plan: LevelPlan) -> Level:
         return SpreadLevel(self, plan)
 
-    async def _replay(self) -> bool:
-        """The trace replay: the driver calibrates, the workers replay their fixed share at the trace's times."""
-        self.progress.update(phase="calibrating")
-        builder, note = await calibrate(self.client, self.settings, self.clock)
-        if note is not None:
-            self.notes.append(note)
-            self.progress.update(message=note)
-        self._level_progress(0, self.pool, None)
-        before = await self.scraper.now()
+    def _trace_level(self, builder: TracePromptBuilder) -> tuple[Level, Callable[[], list[float]]]:
+        """The replay's level spread over the workers (each its fixed share at the trace's times), and its lags."""
         level = SpreadLevel(self, LevelPlan(0, self.pool, 0), "trace", builder)
-        return await self._run_and_keep(
-            level,
-            before,
-            lambda: {
-                "schedule_lag_ms": schedule_lag(_lags_ms(level.samples)),
-                "concurrency": max(1, peak_in_flight(level.samples)),
-            },
-        )
+        return level, lambda: _lags_ms(level.samples)
 
     async def _sessions(self, conversations: list[Conversation]) -> bool:
         """Every session at once, each pinned to one worker; figures per turn from all their samples."""

@@ -39,6 +39,7 @@ from probes.replay import TraceLevel, calibrate, check_replay, schedule_lag
 from probes.session_level import SessionLevel, check_sessions, conversations_of
 from probes.sessions import Conversation
 from probes.sink import NullSink, RunSink
+from probes.trace_prompts import TracePromptBuilder
 from probes.transport import LeanTransport
 from probes.turn_stats import level_turn_stats
 from probes.wording import CANNOT_REACH, DETECT_FAILED, NO_REQUEST_FINISHED, SEARCH_STOPPED
@@ -224,6 +225,18 @@ class Sweep:
             self.progress.update(message=note)
         self._level_progress(0, self.pool, None)
         before = await self.scraper.now()
+        level, lags_ms = self._trace_level(builder)
+        return await self._run_and_keep(
+            level,
+            before,
+            lambda: {  # the level's concurrency: what the trace put in flight, not the cap
+                "schedule_lag_ms": schedule_lag(lags_ms()),
+                "concurrency": max(1, peak_in_flight(level.samples)),
+            },
+        )
+
+    def _trace_level(self, builder: TracePromptBuilder) -> tuple[Level, Callable[[], list[float]]]:
+        """The replay's one level, and how to read its send lags once it has run."""
         level = TraceLevel(
             self.client,
             self.settings,
@@ -234,14 +247,7 @@ class Sweep:
             on_sample=self._on_sample,
             lean=self.lean,
         ).use(builder)
-        return await self._run_and_keep(
-            level,
-            before,
-            lambda: {  # the level's concurrency: what the trace put in flight, not the cap
-                "schedule_lag_ms": schedule_lag(level.lags_ms),
-                "concurrency": max(1, peak_in_flight(level.samples)),
-            },
-        )
+        return level, lambda: level.lags_ms
 
     async def _sessions(self, conversations: list[Conversation]) -> bool:
         """Every session at once, turn after turn; one level with figures per turn; False when cancelled."""
