@@ -70,6 +70,8 @@ _VISIBLE_TEXT = """() => {
         for (let node = walker.nextNode(); node; node = walker.nextNode()) {
             const el = node.parentElement;
             if (!el || el.closest('code, pre, [data-testid="stCode"], [data-testid="stIconMaterial"], svg')) continue;
+            // Streamlit's own upload button ('Upload'): drawn by the framework, which offers no way to translate it
+            if (el.closest('[data-testid="stFileUploaderDropzone"] button')) continue;
             if (!el.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
             if (getComputedStyle(el).fontFamily.includes('Material')) continue;  // an icon's name, drawn as its glyph
             if (node.textContent.trim()) out.push(node.textContent.trim());

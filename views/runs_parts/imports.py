@@ -11,11 +11,13 @@ from db.imports import StoredImport, import_of, store_imported
 from probes.deployment import Deployment, deployment_fields, display_names
 from probes.import_cli import ALREADY_IMPORTED, ImportReport, import_paths
 from probes.importers.aiperf import AGGREGATE_FILE, RECORDS_FILE
-from probes.importers.registry import format_choices
+from probes.importers.registry import format_choices, format_ids
 from probes.models import RunResult
 from ui.lang import _
 from ui.resources import get_engine
 from ui.text import escape_markdown
+
+IMPORT_COMMAND = "python -m probes import FILE..."
 
 KEY = "runs.import"
 REPORT = "_runs.import_report"
@@ -136,10 +138,10 @@ def import_section() -> None:
     with st.expander(_("Import result files of other tools"), expanded=REPORT in st.session_state):
         st.caption(
             _(
-                "vLLM bench serve, SGLang bench_serving, AIPerf and guidellm result files become runs here, each "
-                "mapped by its tool's own definitions. Give what the files do not say about the deployment. The "
-                "command line does the same: python -m probes import FILE..."
-            )
+                "Result files of other benchmark tools become runs here, each mapped by its tool's own definitions "
+                "(formats: {formats}). Give what the files do not say about the deployment. The command line does the "
+                "same: `{command}`."
+            ).format(formats=", ".join(f"`{f}`" for f in format_ids()), command=IMPORT_COMMAND)
         )
         with st.form(KEY, clear_on_submit=False, border=False):
             files = st.file_uploader(
