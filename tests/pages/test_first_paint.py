@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from fakeserver import Behaviour, FakeServer, serve_in_thread
 from tests.pages.apptest import metric, newest_list, open_page
-from tests.pages.test_runs_page import engine, record  # noqa: F401 (the fixture)
+from tests.pages.test_runs_page import record
 from tests.support import ROOT
 from ui.first_paint import BEACON_KEY, painted_key
 
@@ -95,7 +95,7 @@ def test_the_probe_form_comes_first_and_its_closed_sections_after(database_url: 
     assert [e.label for e in at.expander][:2] == ["Load and generation", "Request rates (open loop)"]
 
 
-def test_an_opened_run_shows_its_cards_first(fake: FakeServer, engine: object) -> None:  # noqa: F811
+def test_an_opened_run_shows_its_cards_first(fake: FakeServer, engine: object) -> None:
     run_id = record(engine, fake, "fake:tokens=8")
     at = open_page("runs", {"runs": run_id}, painted=False)
     assert not at.exception and beacons(at) == 1
@@ -106,7 +106,7 @@ def test_an_opened_run_shows_its_cards_first(fake: FakeServer, engine: object) -
     assert beacons(at) == 0 and "runs.model" in widget_keys(at) and len(at.get("download_button")) == 5
 
 
-def test_the_list_comes_first_then_its_filters_and_the_picker(fake: FakeServer, engine: object) -> None:  # noqa: F811
+def test_the_list_comes_first_then_its_filters_and_the_picker(fake: FakeServer, engine: object) -> None:
     run_id = record(engine, fake, "fake:tokens=8")
     at = open_page("runs", painted=False)
     assert not at.exception and beacons(at) == 1

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from db import import_of, init_db, list_runs, make_engine, store_imported
+from db import import_of, list_runs, store_imported
 from db.recorder import RunRecorder
 from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import ProbeRun, RunSettings, Timeouts
@@ -25,16 +25,6 @@ NOW = datetime(2026, 12, 6, 1, 0, tzinfo=UTC)
 def fake() -> Iterator[FakeServer]:
     with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=8), max_running=None) as server:
         yield server
-
-
-@pytest.fixture
-def engine(database_url: str) -> object:
-    from ui.resources import get_engine
-
-    get_engine.clear()
-    engine = make_engine(database_url)
-    init_db(engine)
-    return engine
 
 
 def _probe_run(engine: object, fake: FakeServer) -> str:

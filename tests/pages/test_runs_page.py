@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from db import init_db, make_engine
 from db.recorder import RunRecorder
 from db.run_queries import get_run, get_run_row
 from fakeserver import Behaviour, FakeServer, serve_in_thread
@@ -23,16 +22,6 @@ HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](http://evil)"
 def fake() -> Iterator[FakeServer]:
     with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=8), max_running=None) as server:
         yield server
-
-
-@pytest.fixture
-def engine(database_url: str) -> object:
-    from ui.resources import get_engine
-
-    get_engine.clear()
-    engine = make_engine(database_url)
-    init_db(engine)
-    return engine
 
 
 def record(

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from db import init_db, make_engine
 from db.recorder import RunRecorder
 from db.run_queries import get_run
 from fakeserver import Behaviour, FakeServer, serve_in_thread
@@ -19,16 +18,6 @@ from tests.pages.apptest import english_leftovers, finish_probe, metric, open_pa
 def gpu_server() -> Iterator[FakeServer]:
     with serve_in_thread(defaults=Behaviour(ttft_ms=10, tpot_ms=5, tokens=10), dcgm_gpus=2) as server:
         yield server
-
-
-@pytest.fixture
-def engine(database_url: str) -> object:
-    from ui.resources import get_engine
-
-    get_engine.clear()
-    engine = make_engine(database_url)
-    init_db(engine)
-    return engine
 
 
 def record_with_power(engine: object, server: FakeServer) -> str:
