@@ -14,6 +14,7 @@ from typing import Any
 
 from probes.config import RunSettings, SloTargets, WorkloadKind, normalize_base_url
 from probes.deployment import CATALOG_FIELDS, Deployment, catalog_id
+from probes.failures import status_kind
 from probes.importers.base import ImportedRun, ImportFormatError, ImportProvenance
 from probes.metrics import (
     best_concurrency_within_slo,
@@ -362,15 +363,7 @@ def json_safe_settings(record: Mapping[str, Any], keys: Iterable[str]) -> dict[s
 
 
 def error_kind(http_status: int | None) -> ErrorKind:
-    """A failed request's kind from the HTTP status the tool recorded (client_error when it recorded none)."""
-    if http_status is None:
+    """A failed request's kind from the HTTP status the tool recorded (client_error without an error status)."""
+    if http_status is None or http_status < 400:
         return ErrorKind.CLIENT_ERROR
-    if http_status in (401, 403):
-        return ErrorKind.AUTH
-    if http_status == 404:
-        return ErrorKind.NOT_FOUND
-    if http_status == 429:
-        return ErrorKind.RATE_LIMITED
-    if http_status >= 500:
-        return ErrorKind.SERVER_ERROR
-    return ErrorKind.HTTP_ERROR if http_status >= 400 else ErrorKind.CLIENT_ERROR
+    return status_kind(http_status)
