@@ -27,6 +27,12 @@ def open_page(
     return at.run()
 
 
+def url_params(at: AppTest) -> dict[str, str]:
+    """The page's query parameters as the address bar shows them (one value each)."""
+    params = at.query_params
+    return {k: params[k][0] if isinstance(params[k], list) else params[k] for k in params}
+
+
 def metric(at: AppTest, label: str) -> str:
     values = [m.value for m in at.metric if m.label == label]
     assert values, f"no metric {label!r}; have {[m.label for m in at.metric]}"

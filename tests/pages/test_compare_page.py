@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from selector import AdviceRequest, advise
 from tco.throughput import estimate_advice
-from tests.pages.apptest import metric, open_page, open_tab, texts
+from tests.pages.apptest import metric, open_page, open_tab, texts, url_params
 
 NARROW = {"engines": "vllm", "counts": "1"}  # about 90 options: a few seconds to estimate cold
 TIMEOUT_S = 180
@@ -19,13 +19,6 @@ def _fresh_db(database_url: str) -> None:
     from ui.resources import get_engine
 
     get_engine.clear()
-
-
-def _params(at: AppTest) -> dict[str, str]:
-    return {
-        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
-        for k in at.query_params
-    }
 
 
 def _links(at: AppTest) -> dict[str, dict[str, str]]:
@@ -81,7 +74,7 @@ def test_each_option_shows_its_cost_range_and_the_pessimistic_end_can_rank_them(
     meeting = pessimistic[pessimistic["SLO"] == "meets"]
     dear_ends = [float(r.split("–")[1]) for r in meeting["per 1M range (CNY)"]]
     assert dear_ends == sorted(dear_ends)
-    assert _params(at)["rank_by"] == "pessimistic"
+    assert url_params(at)["rank_by"] == "pessimistic"
 
 
 @pytest.mark.parametrize(
@@ -112,7 +105,7 @@ def test_a_cost_ceiling_gives_the_best_tokens_per_user_under_it() -> None:
     assert any(w.startswith("No option reaches the SLO at 0.0010 CNY") for w in texts(at.warning))
     at.number_input(key="compare.ceiling").set_value(1000.0).run()  # a looser ceiling allows faster streams
     assert float(metric(at, "Best tokens/s per user under 1,000 CNY").removesuffix(" tok/s").replace(",", "")) >= best
-    assert _params(at)["ceiling"] == "1000"
+    assert url_params(at)["ceiling"] == "1000"
     # just above the top option's cost at its SLO operating point: that load itself answers
     top_cost = float(metric(at, "Per million output tokens").split()[0].replace(",", ""))
     at.number_input(key="compare.ceiling").set_value(round(top_cost * 1.05, 4)).run()
@@ -135,10 +128,10 @@ def test_engine_releases_are_estimated_and_carried_to_the_cost_page() -> None:
 
 def test_compare_link_round_trip() -> None:
     at = open_page("compare", {**NARROW, "traffic": "5000000", "currency": "USD"}, timeout_s=TIMEOUT_S)
-    assert _params(at) == {**NARROW, "traffic": "5000000", "currency": "USD"}
+    assert url_params(at) == {**NARROW, "traffic": "5000000", "currency": "USD"}
     at.selectbox(key="compare.rank_by").set_value("fleet").run()
     at.number_input(key="compare.tpot_p50").set_value(40.0).run()
-    params = _params(at)
+    params = url_params(at)
     assert params == {**NARROW, "traffic": "5000000", "currency": "USD", "rank_by": "fleet", "tpot_p50": "40"}
     fleets = list(at.dataframe[0].value["fleet per month (USD)"])
     assert fleets[:5] == sorted(fleets[:5])
@@ -156,7 +149,7 @@ def test_compare_bad_link_warns_once_naming_the_parameter(bad: dict[str, str], n
     warnings = [w for w in texts(at.warning) if not w.startswith("This option rests on datasheet figures alone")]
     assert len(warnings) == 1 and named in warnings[0]
     assert len(at.dataframe[0].value) > 20  # the default took its place; the page still ranks
-    assert next(iter(bad)) not in _params(at)
+    assert next(iter(bad)) not in url_params(at)
 
 
 # --- /selector --------------------------------------------------------------------------------------------------------
@@ -228,7 +221,7 @@ def test_tco_fills_the_throughput_from_an_estimate_and_a_typed_one_replaces_it()
     assert not at.exception and not at.error
     tps = at.number_input(key="tco.tps").value
     assert tps != 588
-    params = _params(at)
+    params = url_params(at)
     assert params["tps"] == f"{tps:g}" and params["tps_source"] == "estimate" and params["quant_method"] == "fp8"
     assert any(s.startswith(f"Applied {tps:,.6g} tok/s") and "basis" in s for s in texts(at.success))
     note = next(i for i in texts(at.info) if i.startswith("Throughput"))
@@ -237,7 +230,7 @@ def test_tco_fills_the_throughput_from_an_estimate_and_a_typed_one_replaces_it()
     assert metric(at, "Requests/s per replica") == f"{tps / 200:,.2f}"
     # The user overwrites it by hand: it is theirs now.
     at.number_input(key="tco.tps").set_value(1000.0).run()
-    assert "tps_source" not in _params(at)
+    assert "tps_source" not in url_params(at)
     assert not any(i.startswith("Throughput") for i in texts(at.info))
 
 

@@ -13,7 +13,7 @@ from db.run_queries import get_run, list_runs
 from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import RunStatus
 from probes.export import result_json
-from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, texts
+from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, texts, url_params
 from tests.support import free_port
 
 KEY = "sk-probe-page-SECRET-4711"
@@ -32,13 +32,6 @@ def fake() -> Iterator[FakeServer]:
         yield server
 
 
-def _params(at: object) -> dict[str, str]:
-    return {
-        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
-        for k in at.query_params
-    }
-
-
 def _engine(database_url: str) -> object:
     engine = make_engine(database_url)
     init_db(engine)
@@ -52,7 +45,7 @@ def test_default_page_shows_the_form_and_an_empty_link() -> None:
     assert at.text_input(key="probe.levels").value == "1,2,4,8,16"
     assert at.number_input(key="probe.requests").value == 32
     assert at.button(key="probe.start").disabled is False
-    assert _params(at) == {}
+    assert url_params(at) == {}
 
 
 def test_the_form_takes_its_labels_help_and_limits_from_the_settings_model() -> None:
@@ -88,11 +81,11 @@ def test_link_fills_the_form_and_editing_rewrites_the_link() -> None:
     assert at.text_input(key="probe.model").value == "qwen"
     assert at.number_input(key="probe.ttft_p50").value == 200
     assert at.number_input(key="probe.input_tokens").value == 1024
-    assert _params(at) == link
+    assert url_params(at) == link
     at.text_input(key="probe.api_key").input(KEY).run()
     at.text_input(key="probe.levels").input("2, 8").run()
     at.text_input(key="probe.rate").input("5").run()
-    params = _params(at)
+    params = url_params(at)
     assert params == {**link, "levels": "2,8", "rate": "5"}
     assert KEY not in str(params)  # the key is a widget of its own, never a parameter
     again = open_page("probe", params)
@@ -127,7 +120,7 @@ def test_bad_link_warns_once_names_the_parameter_and_uses_the_default(params: di
     assert not at.exception
     warnings = texts(at.warning)
     assert len(warnings) == 1 and named in warnings[0]
-    assert _params(at) == {"model": "m"}
+    assert url_params(at) == {"model": "m"}
 
 
 def test_the_deployment_expander_fills_from_the_link_with_catalog_ids() -> None:
@@ -141,7 +134,7 @@ def test_the_deployment_expander_fills_from_the_link_with_catalog_ids() -> None:
     assert at.selectbox(key="probe.deploy_model").value == "llama3.1-8b"
     assert at.selectbox(key="probe.engine").value == "tensorrt-llm"
     assert at.selectbox(key="probe.quant").value is None  # not stated: read from the server when it tells
-    assert _params(at) == {
+    assert url_params(at) == {
         "model": "m",
         "gpu": "h100-80gb-sxm",
         "gpu_count": "2",
@@ -149,7 +142,7 @@ def test_the_deployment_expander_fills_from_the_link_with_catalog_ids() -> None:
         "engine": "tensorrt-llm",
     }
     at.selectbox(key="probe.quant").set_value("fp8").run()
-    assert _params(at)["quant"] == "fp8"
+    assert url_params(at)["quant"] == "fp8"
 
 
 def test_a_run_from_the_page_keeps_the_given_deployment_and_says_what_was_detected(
@@ -204,7 +197,7 @@ def test_a_probe_runs_from_the_page_shows_results_and_is_stored_without_the_key(
     names = sorted(b.proto.label for b in at.get("download_button"))
     assert names == ["Download JSON", "Download levels CSV", "Download requests CSV"]
     # The key reached the server only: not the link, the database or the export.
-    assert KEY not in str(_params(at)) and KEY not in result_json(result)
+    assert KEY not in str(url_params(at)) and KEY not in result_json(result)
     with engine.connect() as conn:
         for table in ("probe_runs", "probe_levels", "probe_samples"):
             dump = str(conn.execute(text(f"SELECT * FROM {table}")).all())
@@ -304,7 +297,7 @@ def test_the_page_offers_trace_replay_and_replays_a_built_in_slice(fake: FakeSer
     at.selectbox(key="probe.trace").set_value("azure-code").run()
     at.number_input(key="probe.trace_limit").set_value(10).run()
     at.number_input(key="probe.trace_speed").set_value(50.0).run()
-    assert {k: _params(at)[k] for k in ("trace", "trace_limit", "trace_speed")} == {
+    assert {k: url_params(at)[k] for k in ("trace", "trace_limit", "trace_speed")} == {
         "trace": "azure-code",
         "trace_limit": "10",
         "trace_speed": "50",
@@ -336,7 +329,7 @@ def test_the_page_holds_sessions_and_shows_their_figures_by_turn(fake: FakeServe
     at.number_input(key="probe.sessions").set_value(3).run()
     at.number_input(key="probe.turns").set_value(3).run()
     at.selectbox(key="probe.session_variant").set_value("agent").run()
-    assert {k: _params(at)[k] for k in ("workload", "sessions", "turns", "session_variant")} == {
+    assert {k: url_params(at)[k] for k in ("workload", "sessions", "turns", "session_variant")} == {
         "workload": "sessions",
         "sessions": "3",
         "turns": "3",

@@ -8,7 +8,7 @@ import pytest
 from db import init_db, make_engine
 from db.run_queries import get_run, list_runs
 from fakeserver import Behaviour, FakeServer, serve_in_thread
-from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, open_tab, runs_grid, texts
+from tests.pages.apptest import finish_probe, metric, open_page, open_result_tab, open_tab, runs_grid, texts, url_params
 
 
 @pytest.fixture(autouse=True)
@@ -22,11 +22,6 @@ def _fresh_db(database_url: str) -> None:
 def fake() -> Iterator[FakeServer]:
     with serve_in_thread(defaults=Behaviour(ttft_ms=5, tpot_ms=1, tokens=8), max_running=None) as server:
         yield server
-
-
-def _params(at: object) -> dict[str, str]:
-    params = at.query_params  # type: ignore[attr-defined]
-    return {k: params[k][0] if isinstance(params[k], list) else params[k] for k in params}
 
 
 def _stored(database_url: str) -> object:
@@ -46,12 +41,12 @@ def test_the_probe_page_offers_a_rate_list_and_the_rate_search_and_keeps_them_in
     assert at.number_input(key="probe.max_in_flight").value == 8
     assert at.number_input(key="probe.search_max_levels").value == 5
     assert at.number_input(key="probe.search_max_duration").value == 600
-    assert _params(at) == link
+    assert url_params(at) == link
     at.toggle(key="probe.find_max_rate").set_value(False).run()
     at.text_input(key="probe.rate").input("3, 6").run()
     expected = {**link, "rate": "3,6"}
     del expected["find_max_rate"]
-    assert _params(at) == expected
+    assert url_params(at) == expected
 
 
 def test_a_rate_sweep_from_the_page_charts_rates_and_costs_the_best_rate(fake: FakeServer, database_url: str) -> None:
@@ -105,4 +100,4 @@ def test_the_cost_page_prices_from_rps_and_says_it_is_measured() -> None:
     assert metric(at, "Requests/s per replica") == "2.94"
     assert any("measured" in i and "9f0c1a2b" in i for i in texts(at.info))
     at.button(key="tco.drop_rps").click().run()
-    assert "rps" not in _params(at) and not at.number_input(key="tco.tps").disabled
+    assert "rps" not in url_params(at) and not at.number_input(key="tco.tps").disabled

@@ -12,7 +12,7 @@ from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import ProbeRun, RunSettings, Timeouts
 from probes.deployment import Deployment, deployment_text
 from probes.export import levels_csv, result_json
-from tests.pages.apptest import metric, newest_list, open_page, open_tab, runs_grid, texts
+from tests.pages.apptest import metric, newest_list, open_page, open_tab, runs_grid, texts, url_params
 from ui.text import escape_markdown
 
 HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](http://evil)"
@@ -48,18 +48,11 @@ def record(
     return recorder.run_id
 
 
-def _params(at: object) -> dict[str, str]:
-    return {
-        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
-        for k in at.query_params
-    }
-
-
 def test_empty_database_says_how_to_get_a_run(engine: object) -> None:
     at = open_page("runs")
     assert not at.exception and not at.error and not at.warning
     assert any("No stored runs" in i for i in texts(at.info))
-    assert _params(at) == {}
+    assert url_params(at) == {}
 
 
 def test_lists_runs_filters_by_model_and_the_link_keeps_the_filter(engine: object, fake: FakeServer) -> None:
@@ -73,8 +66,8 @@ def test_lists_runs_filters_by_model_and_the_link_keeps_the_filter(engine: objec
     assert set(table["id"]) == {first, second}
     at.selectbox(key="runs.model").set_value("fake:tokens=4").run()
     assert list(at.dataframe[0].value["id"]) == [second]
-    assert _params(at) == {"model": "fake:tokens=4"}
-    again = open_page("runs", _params(at))
+    assert url_params(at) == {"model": "fake:tokens=4"}
+    again = open_page("runs", url_params(at))
     assert list(runs_grid(again)["id"]) == [second]
     assert again.selectbox(key="runs.model").value == "fake:tokens=4"
 
@@ -83,7 +76,7 @@ def test_open_one_run_shows_its_figures_and_exports(engine: object, fake: FakeSe
     run_id = record(engine, fake, "fake:tokens=8", label="baseline")
     at = open_page("runs")
     at.multiselect(key="runs.runs").set_value([run_id]).run()
-    assert _params(at) == {"runs": run_id}
+    assert url_params(at) == {"runs": run_id}
     assert not at.exception and not at.error
     assert metric(at, "Max concurrency in SLO") == "2"
     assert len(at.get("plotly_chart")) == 0  # lazy tabs: the levels table first, the charts once opened
@@ -136,7 +129,7 @@ def test_delete_asks_first_then_removes_the_run_and_its_link(engine: object, fak
     assert not at.exception
     assert get_run_row(engine, doomed) is None and get_run_row(engine, keep) is not None
     assert any("Deleted" in s for s in texts(at.success))
-    assert _params(at) == {}
+    assert url_params(at) == {}
     assert list(runs_grid(at)["id"]) == [keep]
 
 
@@ -156,7 +149,7 @@ def test_a_link_to_a_deleted_run_says_so(engine: object, fake: FakeServer) -> No
     at = open_page("runs", {"runs": f"{run_id},{'0' * 32}"})
     assert not at.exception
     assert any("No stored run" in w and "0" * 32 in w for w in texts(at.warning))
-    assert _params(at) == {"runs": run_id}
+    assert url_params(at) == {"runs": run_id}
     assert metric(at, "Max concurrency in SLO") == "2"
 
 

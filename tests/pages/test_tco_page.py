@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.pages.apptest import metric, open_page, texts
+from tests.pages.apptest import metric, open_page, texts, url_params
 
 HANDBOOK_LINK = {"price": "15", "currency": "CNY", "tps": "588", "out_tokens": "200", "hours": "720"}
 
@@ -27,12 +27,12 @@ def test_handbook_link_shows_the_handbook_figures() -> None:
 def test_url_round_trip_editing_an_input_rewrites_the_link() -> None:
     at = open_page("tco", HANDBOOK_LINK)
     # Defaults are omitted from the link; the non-default hours stay.
-    assert _params(at) == {"hours": "720"}
+    assert url_params(at) == {"hours": "720"}
     at.number_input(key="tco.tps").set_value(1176.0).run()
-    assert _params(at) == {"hours": "720", "tps": "1176"}
+    assert url_params(at) == {"hours": "720", "tps": "1176"}
     assert metric(at, "Cost per request") == "0.00071 CNY"
     # The rewritten link opens the same scenario in a fresh session.
-    again = open_page("tco", _params(at))
+    again = open_page("tco", url_params(at))
     assert metric(again, "Cost per request") == "0.00071 CNY"
     assert again.number_input(key="tco.tps").value == 1176.0
 
@@ -41,7 +41,7 @@ def test_picking_a_gpu_fills_its_price_and_currency_converts() -> None:
     at = open_page("tco", {"currency": "USD"})
     at.selectbox(key="tco.gpu").set_value("h100-80gb-sxm").run()
     assert at.number_input(key="tco.price").value == pytest.approx(1.99)
-    assert _params(at)["gpu"] == "h100-80gb-sxm"
+    assert url_params(at)["gpu"] == "h100-80gb-sxm"
     assert metric(at, "Cost per request").endswith(" USD")
 
 
@@ -49,7 +49,7 @@ def test_a_link_naming_a_gpu_uses_its_own_price_never_the_handbook_a800s() -> No
     at = open_page("tco", {"gpu": "h100", "currency": "USD"})
     assert at.number_input(key="tco.price").value == pytest.approx(1.99)  # H100's lowest public price, not 15 CNY
     assert metric(at, "Cost per request").endswith(" USD")
-    assert _params(at)["price"] == "1.99"
+    assert url_params(at)["price"] == "1.99"
 
 
 def test_a_gpu_without_a_price_asks_for_one_and_computes_nothing() -> None:
@@ -58,7 +58,7 @@ def test_a_gpu_without_a_price_asks_for_one_and_computes_nothing() -> None:
     assert [w for w in texts(at.warning) if w.startswith("No price for H800 80GB SXM")]
     at.number_input(key="tco.price").set_value(8.0).run()
     assert metric(at, "Cost per request") == "0.00049 CNY"  # 8 / (900 / 200 x 3600)
-    assert _params(at)["price"] == "8"
+    assert url_params(at)["price"] == "8"
     at.selectbox(key="tco.gpu").set_value("l20-48gb").run()  # another unpriced GPU: the price goes
     assert not at.metric and [w for w in texts(at.warning) if w.startswith("No price for L20 48GB")]
 
@@ -85,9 +85,9 @@ def test_working_backwards_from_a_budget_and_a_power_budget() -> None:
     assert metric(at, "GPUs the power runs") == "2,500"
     assert metric(at, "Output tokens/s (full load)") == "1,470,000"
     assert metric(at, "Concurrent users") == "73,500"
-    assert _params(at)["power"] == "1MW"
+    assert url_params(at)["power"] == "1MW"
     at.text_input(key="tco.power").set_value("").run()
-    assert "power" not in _params(at) and not [m for m in at.metric if m.label == "GPUs the power runs"]
+    assert "power" not in url_params(at) and not [m for m in at.metric if m.label == "GPUs the power runs"]
 
 
 def test_a_bad_power_budget_is_named() -> None:
@@ -122,7 +122,7 @@ def test_bad_link_warns_once_names_the_parameter_and_shows_defaults(params: dict
     warnings = texts(at.warning)
     assert len(warnings) == 1 and named in warnings[0]
     assert metric(at, "Cost per request") == "0.0014 CNY"  # the default for the bad one, the rest as linked
-    assert next(iter(params)) not in _params(at)
+    assert next(iter(params)) not in url_params(at)
 
 
 def test_bad_form_value_names_the_field_and_keeps_the_entry() -> None:
@@ -132,14 +132,14 @@ def test_bad_form_value_names_the_field_and_keeps_the_entry() -> None:
     assert len(errors) == 1 and "Target utilization" in errors[0] and "100" in errors[0]
     assert at.number_input(key="tco.util").value == 150.0  # nothing the user typed is lost
     assert not at.exception
-    assert _params(at) == {"hours": "720"}  # the link keeps the last valid scenario
+    assert url_params(at) == {"hours": "720"}  # the link keeps the last valid scenario
 
 
 def test_save_open_and_delete_a_scenario() -> None:
     at = open_page("tco", {"price": "20", "traffic": "5000000"})
     at.text_input(key="tco.scenario-name").input("Big launch <script>alert(1)</script>")
     at.button(key="FormSubmitter:tco.save-form-Save scenario").click().run()
-    link = _params(at)
+    link = url_params(at)
     assert "s" in link and len(link["s"]) == 6
     assert any("Big launch" in s for s in texts(at.success))
     # The short link alone opens the saved scenario.
@@ -159,13 +159,6 @@ def test_unknown_scenario_id_says_so() -> None:
     at = open_page("tco", {"s": "zzzzzz"})
     assert any("zzzzzz" in w and "does not exist" in w for w in texts(at.warning))
     assert not at.exception
-
-
-def _params(at: object) -> dict[str, str]:
-    return {
-        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
-        for k in at.query_params
-    }
 
 
 def test_the_default_throughput_says_it_is_the_handbooks_measured_run() -> None:

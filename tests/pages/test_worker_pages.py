@@ -11,7 +11,7 @@ from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import ProbeRun, RunSettings, RunStatus, Timeouts
 from probes.models import ScheduleLag, WorkerStats
 from probes.options import ProbeOptions
-from tests.pages.apptest import open_page, open_tab
+from tests.pages.apptest import open_page, open_tab, url_params
 
 LOST = "worker 1 on vm/2 was lost at 2026-12-06 01:00:00 UTC during level 0 (ActorDiedError); its requests after its "
 LOST += "last batch are missing"
@@ -23,13 +23,6 @@ def fake() -> Iterator[FakeServer]:
         yield server
 
 
-def _params(at: object) -> dict[str, str]:
-    return {
-        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
-        for k in at.query_params
-    }
-
-
 def test_the_probe_form_has_workers_and_a_ray_address_from_the_link() -> None:
     at = open_page("probe", {"model": "m", "workers": "3", "ray_address": "ray-head:6379"})
     assert not at.exception and not at.warning
@@ -37,7 +30,7 @@ def test_the_probe_form_has_workers_and_a_ray_address_from_the_link() -> None:
     assert workers.value == 3 and workers.label == ProbeOptions.model_fields["workers"].title
     assert at.text_input(key="probe.ray_address").value == "ray-head:6379"
     at.number_input(key="probe.workers").set_value(4).run()
-    assert _params(at) == {"model": "m", "workers": "4", "ray_address": "ray-head:6379"}
+    assert url_params(at) == {"model": "m", "workers": "4", "ray_address": "ray-head:6379"}
 
 
 def test_a_run_with_workers_shows_one_row_per_worker_and_says_it_is_partial(

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from selector import AdviceRequest
 from selector.hfconfig import parse_config
-from tests.pages.apptest import metric, open_page, open_tab, texts
+from tests.pages.apptest import metric, open_page, open_tab, texts, url_params
 
 
 @pytest.fixture(autouse=True)
@@ -16,13 +16,6 @@ def _fresh_db(database_url: str) -> None:
     from ui.resources import get_engine
 
     get_engine.clear()
-
-
-def _params(at: AppTest) -> dict[str, str]:
-    return {
-        k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
-        for k in at.query_params
-    }
 
 
 def _tab(at: AppTest, label: str) -> AppTest:
@@ -39,18 +32,18 @@ def test_default_page_recommends_vllm_with_awq_on_the_handbooks_a800() -> None:
     assert not at.code  # lazy tabs: the reasons first, the command once its tab is opened
     assert any("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ" in c.value for c in _tab(at, "Launch command").code)
     assert len(_tab(at, "Engines compared").dataframe[0].value) >= 8  # the engine comparison table
-    assert _params(at) == {}  # defaults are omitted from the link
+    assert url_params(at) == {}  # defaults are omitted from the link
 
 
 def test_link_reproduces_the_advice_and_editing_rewrites_the_link() -> None:
     link = {"gpu": "H100", "workload": "rag", "priority": "latency", "concurrency": "32"}
     at = open_page("selector", link)
     assert metric(at, "Engine") == "SGLang"
-    assert _params(at) == {"gpu": "h100-80gb-sxm", "workload": "rag", "concurrency": "32"}
+    assert url_params(at) == {"gpu": "h100-80gb-sxm", "workload": "rag", "concurrency": "32"}
     at.selectbox(key="selector.ecosystem").set_value("hf").run()
     at.selectbox(key="selector.workload").set_value("chat").run()
     at.toggle(key="selector.build_engines").set_value(True).run()
-    params = _params(at)
+    params = url_params(at)
     assert params == {"gpu": "h100-80gb-sxm", "ecosystem": "hf", "build_engines": "yes", "concurrency": "32"}
     assert metric(at, "Engine") == "TensorRT-LLM"
     again = open_page("selector", params)
@@ -114,7 +107,7 @@ def test_unknown_but_close_gpu_shows_the_nearest_advice_and_says_so() -> None:
     warnings = texts(at.warning)
     assert any("`gpu`" in w and "H1000" in w and "h100-80gb-sxm" in w for w in warnings)
     assert metric(at, "Quantization") == "FP8 W8A8"
-    assert _params(at)["gpu"] == "h100-80gb-sxm"
+    assert url_params(at)["gpu"] == "h100-80gb-sxm"
 
 
 def test_apple_with_tensorrt_llm_names_the_contradiction_and_advises_llama_cpp() -> None:
@@ -169,7 +162,7 @@ def test_a_link_with_seven_bad_values_gets_one_warning_each_and_shows_the_defaul
     assert at.selectbox(key="selector.engine").value == "auto"
     assert at.selectbox(key="selector.quant").value == "auto"
     assert at.selectbox(key="selector.gpu").value == "a800-40gb-sxm"
-    assert _params(at) == {}
+    assert url_params(at) == {}
 
 
 def test_quant_y_is_not_nf4() -> None:
@@ -196,7 +189,7 @@ def test_a_near_engine_name_that_runs_is_what_the_page_shows() -> None:
     note = next(w for w in texts(at.warning) if "`engine`" in w)
     assert "read as 'vllm'" in note and "The advice below is for vLLM." in note
     assert metric(at, "Engine") == "vLLM"
-    assert _params(at)["engine"] == "vllm"
+    assert url_params(at)["engine"] == "vllm"
 
 
 # -- issue 9: a model from its config.json -------------------------------------------------------------------------
@@ -222,7 +215,7 @@ def test_a_pasted_config_fills_the_fields_the_link_and_the_models_facts(path: Pa
     assert not at.exception
     assert not texts(at.error), texts(at.error)
     assert texts(at.success) and texts(at.success)[0].startswith(f"Read {parse_config(path.read_text()).architecture}")
-    params = _params(at)
+    params = url_params(at)
     assert params["model"] == "custom"
     for alias in ("layers", "hidden_size", "experts", "kv_lora_rank", "sliding_window"):
         shown = at.number_input(key=f"selector.{alias}").value
@@ -246,7 +239,7 @@ def test_a_pasted_config_fills_the_fields_the_link_and_the_models_facts(path: Pa
 def test_an_invalid_config_names_the_missing_fields_and_keeps_the_previous_model() -> None:
     moe = next(p for p in CONFIGS if parse_config(p.read_text()).fields["experts"])
     at = _paste(moe.read_text())
-    before = _params(at)
+    before = url_params(at)
     experts = metric(at, "Experts")
     at.text_area(key="selector.config_text").input(
         '{"architectures": ["MambaForCausalLM"], "d_model": 2560, "n_layer": 64}'
@@ -255,10 +248,10 @@ def test_an_invalid_config_names_the_missing_fields_and_keeps_the_previous_model
     error = " ".join(texts(at.error))
     assert "MambaForCausalLM" in error and "hidden_size" in error and "num_hidden_layers" in error
     assert "unchanged" in error
-    assert _params(at) == before and metric(at, "Experts") == experts  # the page keeps working on the last model
+    assert url_params(at) == before and metric(at, "Experts") == experts  # the page keeps working on the last model
     at.text_area(key="selector.config_text").input("{not json").run()
     assert any("not valid JSON" in e for e in texts(at.error))
-    assert _params(at) == before
+    assert url_params(at) == before
 
 
 def test_the_custom_form_shows_the_moe_mla_and_window_fields() -> None:
