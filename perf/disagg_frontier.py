@@ -1,7 +1,5 @@
 """Prefill interference and the frontier of tokens/s per GPU against tokens/s per user, for one pool and two."""
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict
 
 from perf.disagg import estimate_topology
@@ -11,7 +9,7 @@ from perf.inputs import PerfRequest
 from perf.levels import closed_level
 from perf.resolve import resolve
 from perf.simulate import Workload
-from perf.topology import TopologyOptions
+from perf.topology import ServedTopology, TopologyOptions
 
 
 def interference_ratio(request: PerfRequest) -> float | None:
@@ -35,7 +33,7 @@ class FrontierPoint(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    topology: Literal["agg", "disagg"]
+    topology: ServedTopology
     tpot_limit_ms: float
     tok_s_per_user: float
     output_tok_s_per_gpu: float

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from perf.kv_transfer import AUTO_LINK
 from perf.result import Band, Basis, Estimate, Percentiles, Wording
 
-Topology = Literal["agg", "disagg", "best"]
+ServedTopology = Literal["agg", "disagg"]  # how a deployment serves: one pool, or prefill and decode pools
+Topology = Literal["agg", "disagg", "best"]  # what to estimate: either, or the better of the two
 DISAGG_TOML = Path(__file__).parent / "data" / "disagg.toml"
 
 
@@ -95,7 +96,7 @@ class TopologyEstimate(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    topology: Literal["agg", "disagg"]
+    topology: ServedTopology
     prefill: Pool
     decode: Pool
     gpus_used: int

@@ -4,7 +4,7 @@ import copy
 import re
 from enum import StrEnum
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -16,6 +16,7 @@ from catalog.prices import PriceKind
 from catalog.quantization import AUTO, find_quant
 from i18n import N_
 from perf.inputs import ENGINE_FAMILIES
+from perf.topology import ServedTopology
 from selector.inputs import AdviceRequest
 from selector.rules import load_rules
 from tco.money import Currency
@@ -291,7 +292,7 @@ class TcoInputs(OwningInputs):  # owning, energy and API fields: tco/owning_inpu
     engine: str = Field(default=ENGINE_FAMILIES[0], alias="engine", title=N_("Engine (for the estimate)"))
     engine_version: str = shared_field(AdviceRequest, "engine_version")
     quant_method: str = Field(default=AUTO, alias="quant_method", title=N_("Quantization (for the estimate)"))
-    topology: Literal["agg", "disagg"] = Field(
+    topology: ServedTopology = Field(
         default="agg",
         alias="topology",
         title=N_("Serving topology (for the estimate)"),
