@@ -96,6 +96,7 @@ KEPT_WORDS = frozenset(  # proper names and terms the handbook keeps in English 
         "Groq",
         "LiteLLM",
         "Apache",
+        "Ray",  # the cluster engine a probe spreads over (probes/ray_driver.py)
     }
 )
 
