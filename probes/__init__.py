@@ -31,6 +31,7 @@ from probes.models import (
     TokenSource,
 )
 from probes.options import ProbeOptions, prepare_run
+from probes.process_run import ProcessProbeRun
 from probes.runner import Progress, run_probe
 from probes.sink import MemorySink, NullSink, RunSink
 from probes.worker import ProbeRun
@@ -49,6 +50,7 @@ __all__ = [
     "ProbeOptions",
     "ProbeRun",
     "ProbeSettingsError",
+    "ProcessProbeRun",
     "Progress",
     "RequestSample",
     "RunResult",

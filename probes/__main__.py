@@ -12,6 +12,7 @@ from probes.export_cli import run_export
 from probes.import_cli import run_import
 from probes.importers.base import ImportedRun
 from probes.models import RunResult
+from probes.process_run import CHILD_COMMAND, serve_child
 from probes.sink import RunSink
 from settings import get_settings
 
@@ -53,6 +54,11 @@ def load_stored_run(run_id: str) -> RunResult | None:
         engine.dispose()
 
 
+def _child_recorder(database_url: str) -> RunSink:
+    """The sink of a run in a child process: the recorder of its parent's database (migrated and swept there)."""
+    return RunRecorder(make_engine(database_url))
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """The command line (runs stored in the database unless --no-db; `import` and `export` subcommands); exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -60,6 +66,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return run_import(args[1:], out, err, store=store_file)
     if args[:1] == [EXPORT]:
         return run_export(args[1:], load_stored_run, out, err)
+    if args[:1] == [CHILD_COMMAND] and len(args) == 2 and args[1].isdigit():  # a page's probe (probes/process_run)
+        return serve_child(int(args[1]), open_sink=_child_recorder)
     return run_cli(args, out, err, open_sink=open_recorder)
 
 

@@ -47,6 +47,14 @@ class Progress:
     workers: list[WorkerProgress] = field(default_factory=list)  # --workers: each Ray worker
     _lock: Lock = field(default_factory=Lock, repr=False)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without its lock (a run in a child process sends its progress up: probes/process_run.py)."""
+        with self._lock:
+            return {key: value for key, value in self.__dict__.items() if key != "_lock"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state, _lock=Lock())
+
     def snapshot(self) -> "Progress":
         """A consistent copy for another thread."""
         with self._lock:

@@ -19,6 +19,9 @@ CANNOT_REACH = N_("cannot reach {endpoint} ({kind}): {reason}")
 DETECT_FAILED = N_("could not tell the deployment: {error}")
 SEARCH_STOPPED = N_("rate search stopped: {detail}")
 RECORD_FAILED = N_("could not record: {error}")
+# probes/process_run.py: the page's probe runs in a process of its own
+CHILD_LOST = N_("the probe's process stopped (exit code {code}); finished requests are kept")
+CHILD_SLOW = N_("the probe's process did not start within {seconds} s")
 
 # probes/ray_fleet.py, probes/ray_driver.py: --workers (a missing Ray, a lost worker, a client-bound worker's note)
 RAY_MISSING = N_(

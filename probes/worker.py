@@ -1,6 +1,7 @@
 """A probe run in a worker thread with its own event loop; its sink hears of it in a separate thread; cancellable."""
 
 import asyncio
+import contextlib
 import importlib.util
 import queue
 import threading
@@ -120,7 +121,8 @@ class ProbeRun:
         self._cancel_requested.set()
         loop, task = self._loop, self._task
         if loop is not None and task is not None:
-            loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the run already ended
+                loop.call_soon_threadsafe(task.cancel)
 
     def progress(self) -> Progress:
         """A copy of the current progress (safe from any thread)."""

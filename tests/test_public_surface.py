@@ -143,6 +143,7 @@ SURFACE: dict[str, tuple[str, ...]] = {
         "ProbeError",
         "ProbeOptions",
         "ProbeRun",
+        "ProcessProbeRun",
         "ProbeSettingsError",
         "Progress",
         "redact_url",

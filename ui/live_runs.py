@@ -4,23 +4,23 @@ import threading
 
 import streamlit as st
 
-from probes import ProbeRun
+from probes import ProcessProbeRun
 
 
 class LiveRuns:
-    """A thread-safe map of run id -> ProbeRun; finished runs drop out when next looked at."""
+    """A thread-safe map of run id -> ProcessProbeRun; finished runs drop out when next looked at."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[str, ProbeRun] = {}
+        self._runs: dict[str, ProcessProbeRun] = {}
 
-    def add(self, run_id: str, run: ProbeRun) -> None:
+    def add(self, run_id: str, run: ProcessProbeRun) -> None:
         """Remember a started run."""
         with self._lock:
             self._runs = {k: v for k, v in self._runs.items() if not v.done()}
             self._runs[run_id] = run
 
-    def get(self, run_id: str) -> ProbeRun | None:
+    def get(self, run_id: str) -> ProcessProbeRun | None:
         """The run if it is still going in this process."""
         with self._lock:
             run = self._runs.get(run_id)

@@ -3,11 +3,10 @@
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from db.recorder import RunRecorder
 from db.run_queries import get_run, sample_counts
 from probes import (
     ProbeError,
-    ProbeRun,
+    ProcessProbeRun,
     Progress,
     RunResult,
     RunStatus,
@@ -55,9 +54,9 @@ from views.probe_parts.state import (
 )
 
 
-def _running() -> ProbeRun | None:
+def _running() -> ProcessProbeRun | None:
     run = st.session_state.get(RUN)
-    return run if isinstance(run, ProbeRun) else None
+    return run if isinstance(run, ProcessProbeRun) else None
 
 
 def _test_connection() -> None:
@@ -178,7 +177,10 @@ def _start(form: ProbeForm) -> bool:
     except ProbeError as exc:
         st.session_state[START_ERROR] = str(exc)
         return False
-    run = ProbeRun(settings, sink=RunRecorder(get_engine()))
+    get_engine()  # the database migrated before the run's own process records into it
+    # The run goes to a process of its own (probes/process_run.py): in a thread of this server, every page rerun
+    # would delay its requests and its clock.
+    run = ProcessProbeRun(settings, database_url=get_settings().database_url)
     try:
         run.start()  # a refusal is recorded as the stored run's end
     except ProbeError as exc:
@@ -202,7 +204,7 @@ def _settle() -> None:
         del st.session_state[RUN]
 
 
-def _level_load(run: ProbeRun, progress: Progress) -> str:
+def _level_load(run: ProcessProbeRun, progress: Progress) -> str:
     """What the running level sends: a trace, sessions, a concurrency or a request rate."""
     if run.settings.trace_mode:
         return _("replaying the trace at {speed}×").format(speed=f"{run.settings.trace_speed:g}")
@@ -215,7 +217,7 @@ def _level_load(run: ProbeRun, progress: Progress) -> str:
     return _("{rate} requests/s").format(rate=f"{progress.request_rate_rps:g}")
 
 
-def _progress_view(run: ProbeRun, progress: Progress) -> None:
+def _progress_view(run: ProcessProbeRun, progress: Progress) -> None:
     """The running probe's status box: where it is, its progress bars and the levels finished so far."""
     total = max(1, progress.levels_total or len(run.settings.concurrency))
     per_level = max(1, progress.requests_per_level or run.settings.requests_per_level)

@@ -213,7 +213,14 @@ def test_kill_9_in_the_middle_of_a_probe_keeps_every_finished_request(
             return bool(runs) and len(load_samples(engine, runs[0].id)) >= 5
 
         wait_until(five_stored, "five requests of the probe stored", PROBE_MS)
+        # The probe runs in a process of its own, which records the run (its owner). A crash takes both down; an app
+        # killed alone would let the probe's process cancel the run cleanly (tests/probes/test_process_run.py).
+        with engine.connect() as conn:
+            (owner,) = conn.execute(text("SELECT owner FROM probe_runs")).scalars().all()
+        probe_pid = int(owner.split(":")[1])
+        assert probe_pid != proc.pid
         os.kill(proc.pid, signal.SIGKILL)
+        os.kill(probe_pid, signal.SIGKILL)
         killed_at = time.perf_counter()
         proc.wait(10)
     finally:
