@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from db import RunRecorder, get_run, init_db, make_engine
-from db.run_queries import load_samples
+from db.run_queries import list_runs, load_samples
 from fakeserver import Behaviour, FakeServer, serve_in_thread
 from probes import ProbeRun, RunSettings
 from probes.metrics import summarize_level
@@ -240,6 +240,31 @@ def test_a_dead_driver_leaves_no_worker_sending(cluster: str, server: FakeServer
         driver.wait(timeout=30)
     wait_until(lambda: time.perf_counter() - max(r.received_s for r in server.records()) > 1.0, timeout_s=60)
     assert max(r.received_s for r in server.records()) < killed_s + 10.0
+
+
+def test_ctrl_c_on_the_command_line_stops_every_worker_within_two_seconds_and_keeps_the_run(
+    cluster: str, server: FakeServer, tmp_path: Path
+) -> None:
+    database_url = f"sqlite:///{tmp_path / 'cli.db'}"
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(ROOT)}
+    argv = ["--base-url", server.base_url, "--model", "fake:ttft_ms=20,tokens=8", "--concurrency", "4"]
+    argv += ["--requests", "2000", "--workers", "2", "--ray-address", cluster, "--no-metrics", "--quiet"]
+    driver = subprocess.Popen([sys.executable, "-m", "probes", *argv], cwd=ROOT, env=env, start_new_session=True)
+    try:
+        wait_until(lambda: len(server.records()) >= 40, timeout_s=240)
+        interrupted_s = time.perf_counter()
+        driver.send_signal(signal.SIGINT)  # what Ctrl-C in its terminal sends
+        assert driver.wait(timeout=60) == 130  # cancelled: the exit code the command line documents
+    finally:
+        driver.kill()
+        driver.wait(timeout=30)
+    assert max(r.received_s for r in server.records()) < interrupted_s + 2.0  # every worker stopped within 2 s
+    engine = make_engine(database_url)
+    (run_id,) = [row.id for row in list_runs(engine)]
+    stored = get_run(engine, run_id)
+    assert stored is not None and stored.status == RunStatus.CANCELLED
+    in_flight = 4  # the level's concurrency: requests sent but not finished at the cancel are dropped
+    assert len(server.records()) - in_flight <= len(stored.samples) <= len(server.records())
 
 
 def _finished(probe: ProbeRun, worker: int) -> int:
