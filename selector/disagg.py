@@ -103,13 +103,16 @@ PREFILL_PORT, DECODE_PORT, ROUTER_PORT, BOOTSTRAP_PORT = 8100, 8200, 8000, 8998
 bootstrap port; any free ports will do."""
 
 
+NIXL_BOTH = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":"))
+"""vLLM's KV-transfer config for a server that both sends and takes KV blocks over NIXL (every stack below uses it)."""
+
+
 def _vllm(path: str, p: tuple[int, int], d: tuple[int, int]) -> Recipe:
-    config = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":"))
     commands = []
     for role, (replicas, tp), port in (("prefill", p, PREFILL_PORT), ("decode", d, DECODE_PORT)):
         for i in range(replicas):
             words = ["vllm", "serve", path, "--port", str(port + i), "--tensor-parallel-size", str(tp)]
-            commands.append(f"# {role} {i + 1}/{replicas}\n" + _join([*words, "--kv-transfer-config", config]))
+            commands.append(f"# {role} {i + 1}/{replicas}\n" + _join([*words, "--kv-transfer-config", NIXL_BOTH]))
     return Recipe(
         engine="vllm",
         title=N_(
@@ -174,20 +177,82 @@ def _trtllm(path: str, p: tuple[int, int], d: tuple[int, int]) -> Recipe:
     )
 
 
+def _dynamo(path: str, p: tuple[int, int], d: tuple[int, int]) -> Recipe:
+    commands = [
+        "# frontend: etcd and NATS must be reachable first (Dynamo's discovery and event planes; its docs start them "
+        "with docker compose)\n" + _join(["python", "-m", "dynamo.frontend", "--http-port", str(ROUTER_PORT)])
+    ]
+    for role, (replicas, tp) in (("prefill", p), ("decode", d)):
+        for i in range(replicas):
+            words = ["python", "-m", "dynamo.vllm", "--model", path, "--tensor-parallel-size", str(tp)]
+            words += ["--disaggregation-mode", role, "--kv-transfer-config", NIXL_BOTH]
+            commands.append(f"# {role} {i + 1}/{replicas}\n" + _join(words))
+    return Recipe(
+        engine="dynamo",
+        title=N_(
+            "NVIDIA Dynamo with its vLLM workers (one worker per host; two on one host each need their own "
+            "DYN_SYSTEM_PORT and VLLM_NIXL_SIDE_CHANNEL_PORT)"
+        ),
+        commands=tuple(commands),
+        checked_against="ai-dynamo/dynamo 1.2.0 (pyproject.toml at 004df25a, which pins vllm 0.20.1): "
+        "components/src/dynamo/frontend/frontend_args.py (--http-port); components/src/dynamo/vllm/backend_args.py "
+        "(--disaggregation-mode prefill|decode; --is-prefill-worker is deprecated); components/src/dynamo/vllm/args.py "
+        "(vLLM's engine flags pass through; a prefill worker must be given --kv-transfer-config); "
+        "examples/backends/vllm/launch/disagg.sh. The vLLM flags also parse with vllm 0.33.0's parser "
+        "(tests/selector/engine_specs/vllm.json)",
+    )
+
+
+LLMD_CHART_VERSION = "v0.4.12"  # llm-d-incubation/llm-d-modelservice, tag llm-d-modelservice-v0.4.12 (3051935e)
+LLMD_IMAGE = "ghcr.io/llm-d/llm-d-cuda:latest"  # the image the chart's own examples/values-pd.yaml runs
+
+
+def _llmd_role(replicas: int, tp: int) -> str:
+    """One ModelService role (decode or prefill) of the chart's values: vLLM with NIXL, GPUs from the parallelism."""
+    return (
+        f"  create: true\n  replicas: {replicas}\n  parallelism:\n    tensor: {tp}\n  containers:\n"
+        f'  - name: "vllm"\n    image: "{LLMD_IMAGE}"\n    modelCommand: vllmServe\n'
+        f"    args:\n      - \"--kv-transfer-config\"\n      - '{NIXL_BOTH}'\n"
+        "    env:\n      - name: VLLM_NIXL_SIDE_CHANNEL_HOST\n        valueFrom:\n"
+        "          fieldRef:\n            fieldPath: status.podIP\n"
+        '      - name: VLLM_NIXL_SIDE_CHANNEL_PORT\n        value: "5600"\n'
+        '      - name: UCX_TLS\n        value: "cuda_ipc,cuda_copy,tcp"\n    mountModelVolume: true\n'
+    )
+
+
+def _llmd(path: str, p: tuple[int, int], d: tuple[int, int]) -> Recipe:
+    values = (
+        f'multinode: false\nmodelArtifacts:\n  name: {path}\n  uri: "hf://{path}"\n'
+        f"routing:\n  servicePort: {ROUTER_PORT}\n"
+        f"decode:\n{_llmd_role(*d)}prefill:\n{_llmd_role(*p)}"
+    )
+    chart = "llm-d-modelservice/llm-d-modelservice"
+    commands = (
+        "# the llm-d ModelService chart (prefill and decode Deployments; the llm-d router, its inference scheduler, "
+        "sends each request to a prefill pod, then a decode pod)\n"
+        + _join(["helm", "repo", "add", "llm-d-modelservice", "https://llm-d-incubation.github.io/llm-d-modelservice/"])
+        + "\n"
+        + _join(["helm", "install", "pd", chart, "--version", LLMD_CHART_VERSION, "-f", "values-pd.yaml"]),
+    )
+    return Recipe(
+        engine="llm-d",
+        title=N_("llm-d on Kubernetes: its ModelService Helm chart with a prefill and a decode role"),
+        commands=commands,
+        files={"values-pd.yaml": values},
+        checked_against=f"llm-d-incubation/llm-d-modelservice {LLMD_CHART_VERSION} (3051935e): "
+        "charts/llm-d-modelservice/values.yaml (modelArtifacts.uri, decode/prefill replicas, parallelism.tensor: "
+        "the GPU count and --tensor-parallel-size follow from it), examples/values-pd.yaml (image, vllmServe, "
+        "the NIXL env and kv_both) and examples/README.md (helm repo add, helm install -f)",
+    )
+
+
 def recipes(model: ModelSpec, quant_repo: str, prefill: tuple[int, int], decode: tuple[int, int]) -> list[Recipe]:
     """Launch recipes for the xPyD layout: `prefill` and `decode` are (replicas, GPUs per replica)."""
     path = quant_repo or model.hf_repo or model.id
-    return [_vllm(path, prefill, decode), _sglang(path, prefill, decode), _trtllm(path, prefill, decode)]
-
-
-NOT_PRINTED = {
-    "dynamo": N_(
-        "NVIDIA Dynamo: its vLLM worker's role flag changed between releases (--is-prefill-worker, then "
-        "--disaggregation-mode); no command is printed until it is checked against a named release"
-    ),
-    "llm-d": N_(
-        "llm-d: deployed by its Helm charts (prefill and decode ModelService roles); no manifest is printed "
-        "until one is checked against a named chart release"
-    ),
-}
-"""Stacks that run these same engines disaggregated, named with why no command is printed for them yet."""
+    return [
+        _vllm(path, prefill, decode),
+        _sglang(path, prefill, decode),
+        _trtllm(path, prefill, decode),
+        _dynamo(path, prefill, decode),
+        _llmd(path, prefill, decode),
+    ]

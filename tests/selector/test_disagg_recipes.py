@@ -1,9 +1,13 @@
 """Separate prefill and decode pools: when the rules say they could pay, the xPyD layout, and recipes that parse."""
 
 import argparse
+import json
 import shlex
+from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
 from catalog import find_model
 from selector import load_rules
@@ -87,3 +91,56 @@ def test_every_server_command_parses_with_the_engines_own_flags(engine: str) -> 
         assert recipe.commands[-1].endswith("trtllm-serve disaggregated -c disagg_config.yaml")
         assert "num_instances: 2" in recipe.files["disagg_config.yaml"]
         assert "backend: DEFAULT" in recipe.files["context.yml"]
+
+
+def test_dynamo_runs_a_frontend_and_vllm_workers_whose_engine_flags_parse_with_vllms_parser() -> None:
+    (recipe,) = [r for r in recipes(QWEN, QWEN.fp8_repo, (2, 1), (1, 4)) if r.engine == "dynamo"]
+    assert recipe.commands[0].endswith("python -m dynamo.frontend --http-port 8000")
+    modes, tensor = [], []
+    for command in recipe.commands[1:]:
+        words = shlex.split(command.split("\n", 1)[1])
+        assert words[:3] == ["python", "-m", "dynamo.vllm"]
+        at = words.index("--disaggregation-mode")  # Dynamo's own flag (backend_args.py); the rest are vLLM's
+        modes.append(words[at + 1])
+        parser = SPECS["vllm"][1]
+        parsed = parser().parse_args(words[3:at] + words[at + 2 :])
+        assert parsed.model == QWEN.fp8_repo and '"kv_connector":"NixlConnector"' in parsed.kv_transfer_config
+        tensor.append(parsed.tensor_parallel_size)
+    assert modes == ["prefill", "prefill", "decode"] and [int(t) for t in tensor] == [1, 1, 4]
+    assert "ai-dynamo/dynamo 1.2.0" in recipe.checked_against
+
+
+CHART = Path(__file__).parent / "engine_specs" / "llm-d-modelservice"
+
+
+def _over(defaults: dict, values: dict) -> dict:
+    """values over defaults, as `helm install -f` merges them (maps key by key, anything else replaced)."""
+    merged = dict(defaults)
+    for key, value in values.items():
+        both = isinstance(value, dict) and isinstance(defaults.get(key), dict)
+        merged[key] = _over(defaults[key], value) if both else value
+    return merged
+
+
+def test_llm_d_values_pass_the_charts_own_schema_with_the_layouts_pools() -> None:
+    (recipe,) = [r for r in recipes(QWEN, QWEN.fp8_repo, (2, 1), (1, 4)) if r.engine == "llm-d"]
+    values = yaml.safe_load(recipe.files["values-pd.yaml"])
+    schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft7Validator(schema)
+    merged = _over(yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8")), values)
+    assert [e.message for e in validator.iter_errors(merged)] == []
+    misspelt = _over(merged, {"decode": {"parallelism": {"tensr": 4}}})
+    assert list(validator.iter_errors(misspelt))  # the schema refuses a key the chart does not have
+    pools = {role: (values[role]["replicas"], values[role]["parallelism"]["tensor"]) for role in ("prefill", "decode")}
+    assert pools == {"prefill": (2, 1), "decode": (1, 4)}
+    assert values["modelArtifacts"]["uri"] == f"hf://{QWEN.fp8_repo}"
+    for role in ("prefill", "decode"):
+        (container,) = values[role]["containers"]
+        assert container["modelCommand"] == "vllmServe"
+        parser = SPECS["vllm"][1]
+        parsed = parser().parse_args(container["args"])
+        assert '"kv_connector":"NixlConnector"' in parsed.kv_transfer_config
+    assert (
+        "helm install pd llm-d-modelservice/llm-d-modelservice --version v0.4.12 -f values-pd.yaml"
+        in (recipe.commands[0])
+    )

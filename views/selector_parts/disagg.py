@@ -9,7 +9,7 @@ from perf.disagg_frontier import frontier, interference_ratio
 from perf.inputs import ENGINE_FAMILIES, Slo
 from perf.topology import TopologyEstimate, TopologyOptions
 from selector import Advice, AdviceRequest
-from selector.disagg import NOT_PRINTED, recipes, verdict, xpyd
+from selector.disagg import recipes, verdict, xpyd
 from tco.disagg_figures import frontier_figure
 from ui.lang import _, language
 
@@ -102,5 +102,3 @@ def _recipes(advice: Advice, two: TopologyEstimate) -> None:
                 st.code(content, language="yaml")
             st.code("\n\n".join(recipe.commands), language="bash")
             st.caption(_("Flags checked against: {what}").format(what=recipe.checked_against))
-    for note in NOT_PRINTED.values():
-        st.caption(_(note))
