@@ -30,6 +30,7 @@ class QuantMethod(BaseModel):
     embeddings_quantized: bool
     scope: Literal["linear", "experts"]
     group_size: int
+    engines_pad_shards: bool  # engines pad a GPU's share of a weight up to whole groups: any tensor split loads
     needs: Need
     min_sm: float
     vendors: tuple[str, ...]
@@ -43,7 +44,7 @@ class QuantMethod(BaseModel):
     def _split(cls, value: object) -> object:
         return split_list(value)
 
-    @field_validator("embeddings_quantized", mode="before")
+    @field_validator("embeddings_quantized", "engines_pad_shards", mode="before")
     @classmethod
     def _yes_no(cls, value: object) -> object:
         return yes_no(value)

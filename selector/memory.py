@@ -170,7 +170,8 @@ def split_objections(
     if model.is_moe and expert_parallel and model.experts % t:
         out.append(_objection(N_("{experts} experts do not spread evenly over {t} GPUs"), experts=model.experts, t=t))
     size = model.moe_intermediate_size
-    if model.is_moe and not expert_parallel and group and size and (size % t or (size // t) % group):
+    pads = get_quant(quant).engines_pad_shards  # MXFP4: the engines round each share up to whole blocks
+    if model.is_moe and not expert_parallel and group and size and not pads and (size % t or (size // t) % group):
         out.append(
             _objection(
                 N_(

@@ -81,6 +81,14 @@ def test_experts_too_narrow_for_their_groups_are_spread_whole_with_expert_parall
     assert (with_ep.tensor_parallel, with_ep.expert_parallel) == (8, True)
 
 
+def test_mxfp4_experts_split_any_way_because_the_engines_pad_each_share_to_whole_blocks() -> None:
+    # gpt-oss-120b: each expert's 2,880 columns split 8 ways is 360, not whole blocks of 32; vLLM and SGLang pad it
+    # (InferenceX ran it at tensor parallel 8 on MI300X). FP8's 128 blocks are not padded (the test above).
+    model = find_model("gpt-oss-120b")
+    assert 8 in valid_splits(model, 8, "tensor", "mxfp4")
+    assert 8 not in valid_splits(find_model("qwen3-30b-a3b"), 8, "tensor", "fp8")
+
+
 def test_many_expert_models_get_expert_parallelism_with_each_engines_flag() -> None:
     advice = advise(AdviceRequest(gpu="h200", gpus=8, model="qwen3-235b-a22b", concurrency=64))
     assert advice.memory.split > 1 and advice.memory.expert_parallel
