@@ -8,6 +8,7 @@ script writes perf/data/coefficients.json, docs/performance-model.md (method, pe
 docs/perf-model-predicted-vs-measured.svg, and exits 1 when the held-out median error passes the 25% target.
 """
 
+import json
 import math
 import sys
 from collections import defaultdict
@@ -29,9 +30,12 @@ from perf.accuracy import (  # noqa: E402
     target_checks,
 )
 from perf.coefficients import Validation, build, feature_rows, load_coefficients, write  # noqa: E402
+from perf.disagg_check import Checked, bands, checked_rows, inferencex_rows, ratios  # noqa: E402
 from perf.estimate import _matching_published  # noqa: E402
 from perf.fit import Row  # noqa: E402
 from perf.fitset import published_points  # noqa: E402
+from perf.result import Band  # noqa: E402
+from perf.topology import DISAGG_BANDS, disagg_bands  # noqa: E402
 from perf.validate import Prediction, median_ape  # noqa: E402
 
 METRIC_NAMES = {"output_tok_s": "output tok/s", "tpot_ms": "TPOT", "ttft_ms": "TTFT"}
@@ -169,6 +173,47 @@ def _sources_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _disagg_row(label: str, rows: list[Checked], band: dict[str, Band]) -> str:
+    """One row of the two-pool table: medians, 80% ranges and the share of rows inside the bands."""
+    cells = []
+    for key, found in ratios(rows).items():
+        p10, p50, p90 = np.percentile(found, [10, 50, 90])
+        inside = sum(band[key].low_ratio <= r <= band[key].high_ratio for r in found) / len(found)
+        cells += [f"{p50:.2f}x", f"{p10:.2f}-{p90:.2f}x", f"{inside:.0%}"]
+    return f"| {len(rows)} | {label} | " + " | ".join(cells) + " |"
+
+
+def _disagg_section() -> str:
+    """The two-pool estimate against measured disaggregated rows (none fitted): aiconfigurator's, then InferenceX's."""
+    checked, left = checked_rows()
+    DISAGG_BANDS.write_text(json.dumps(bands(checked), indent=2) + "\n", encoding="utf-8")
+    band = disagg_bands()
+    by_engine: dict[str, list[Checked]] = defaultdict(list)
+    for row in checked:
+        by_engine[row.engine].append(row)
+    lines = [
+        "| rows | source | TTFT measured / estimated, median | TTFT 80% within | TTFT in band | TPOT median "
+        "| TPOT 80% within | TPOT in band |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        _disagg_row("aiconfigurator, all (the bands' rows)", checked, band),
+        *(_disagg_row(f"aiconfigurator, {engine}", rows, band) for engine, rows in sorted(by_engine.items())),
+    ]
+    other, other_left = inferencex_rows()
+    if other:
+        lines.append(_disagg_row("InferenceX, vLLM on MI300X (held out by publisher)", other, band))
+    left_out = "; ".join(f"{reason}: {n}" for reason, n in (left + other_left).most_common())
+    written = ", ".join(f"{k} {b.low_ratio:.2f}-{b.high_ratio:.2f}x" for k, b in band.items())
+    return (
+        "\n".join(lines)
+        + f"\n\nLeft out: {left_out}.\n\nThe bands every two-pool estimate shows ({written}) "
+        + (
+            "are the 10th and 90th percentiles of aiconfigurator's rows (output tok/s: TPOT's inverted), written to "
+            "`perf/data/disagg_bands.json`. InferenceX's rows (`perf/data/inferencex_disagg.md`) are not in them: "
+            "they test the bands on another publisher, engine and GPU vendor."
+        )
+    )
+
+
 def _max_load_section() -> str:
     points = [p for p in published_points() if p.concurrency is None and p.output_tok_s]
     results = max_load(points)
@@ -274,6 +319,7 @@ def main() -> int:
         left_out=left_out,
         handbook=handbook_line(),
         max_load=_max_load_section(),
+        disagg=_disagg_section(),
         fit_set=coefficients.fit_set,
     )
     DOC.write_text(doc, encoding="utf-8")
@@ -355,6 +401,14 @@ Groups of fewer than 50 points or 3 sources are reported below but not judged.
 
 {accuracy}
 {handbook}
+
+### Separate prefill and decode pools (held out: no disaggregated row is fitted)
+The two-pool estimate (`python -m perf --topology disagg`, method in [disaggregated.md](disaggregated.md)) against
+measured disaggregated rows, each at its own layout and concurrency (`python -m perf.disagg_check`): aiconfigurator's
+(NVIDIA GPUs; SGLang, TensorRT-LLM, vLLM) and InferenceX's 1P1D runs of vLLM on MI300X. Not compared: the published
+large-scale DeepSeek prefill/decode deployments (replicas of 32 GPUs and more, which the advisor does not lay out).
+
+{disagg}
 
 ![predicted vs measured](perf-model-predicted-vs-measured.svg)
 

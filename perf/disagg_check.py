@@ -1,4 +1,4 @@
-"""The two-pool estimate against aiconfigurator's measured disaggregated rows (held out: nothing is fitted on them).
+"""The two-pool estimate against measured disaggregated rows, aiconfigurator's and InferenceX's (none is fitted).
 
 `python -m perf.disagg_check` prints one line per row it can estimate and the error of TTFT and TPOT (median
 measured / estimated and the 10th-90th percentile band), and counts the rows it left out with the reason.
@@ -26,6 +26,7 @@ class Checked:
     """One measured disaggregated row and the estimate of it."""
 
     row_id: str
+    engine: str  # the catalog's engine id
     ttft_ms: float
     tpot_ms: float
     est_ttft_ms: float
@@ -100,9 +101,43 @@ def checked_rows(limit: int | None = None) -> tuple[list[Checked], Counter[str]]
         except (PerfError, ValueError) as exc:
             left[f"no estimate: {_why(exc)}"] += 1
             continue
-        out.append(Checked(row["id"], float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"]), ttft, tpot))
+        measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
+        out.append(Checked(row["id"], str(base["engine"]), measured_ttft, measured_tpot, ttft, tpot))
         if limit and len(out) >= limit:
             break
+    return out, left
+
+
+INFERENCEX = DATA / "inferencex_disagg.csv"  # another publisher's measured runs: AMD, vLLM (inferencex_disagg.md)
+
+
+def inferencex_rows() -> tuple[list[Checked], Counter[str]]:
+    """InferenceX's measured 1P1D runs on MI300X, estimated with their own pools; held out from the bands too."""
+    out: list[Checked] = []
+    left: Counter[str] = Counter()
+    for row in read_rows(INFERENCEX):
+        base = {
+            "gpu": row["gpu"],
+            "model": row["model"],
+            "engine": row["engine"],
+            "quant": row["quant"],
+            "input_tokens": int(row["input_tokens"]),
+            "output_tokens": int(row["output_tokens"]),
+            "slo": Slo(ttft_p50_ms=1e9, ttft_p99_ms=1e9, tpot_p50_ms=1e9),
+        }
+        pools = []
+        try:
+            for role in ("prefill", "decode"):
+                tp, ep = int(row[f"{role}_tp"]), int(row[f"{role}_ep"])
+                pools.append(PerfRequest(**base, gpus=tp, tp=tp, ep=ep if ep > 1 else None))
+            replicas = int(row["prefill_replicas"]), int(row["decode_replicas"])
+            per_decode = max(int(row["concurrency"]) // replicas[1], 1)
+            ttft, tpot = pool_levels(pools[0], pools[1], replicas[0], replicas[1], per_decode)
+        except (PerfError, ValueError) as exc:
+            left[f"no estimate: {_why(exc)}"] += 1
+            continue
+        measured = float(row["median_ttft_ms"]), float(row["median_tpot_ms"])
+        out.append(Checked(row["id"], row["engine"], *measured, ttft, tpot))
     return out, left
 
 
@@ -135,6 +170,34 @@ def pool_levels(
     return max(open_ms, queued_ms) + transfer + waits_ms, level.tpot_ms.p50
 
 
+def ratios(rows: list[Checked]) -> dict[str, list[float]]:
+    """Measured / estimated TTFT and TPOT of each row (rows estimated at zero are left out)."""
+    return {
+        "ttft_ms": [r.ttft_ms / r.est_ttft_ms for r in rows if r.est_ttft_ms > 0],
+        "tpot_ms": [r.tpot_ms / r.est_tpot_ms for r in rows if r.est_tpot_ms > 0],
+    }
+
+
+def bands(rows: list[Checked]) -> dict[str, object]:
+    """The two-pool estimate's bands: measured / estimated, 10th and 90th percentile, over the held-out rows.
+
+    Output tok/s is users / (TTFT + decode time), dominated by TPOT at these lengths, so its band is TPOT's inverted
+    (a TPOT measured 0.35x the estimate means about 1/0.35 = 2.86x the tokens).
+    """
+    found = ratios(rows)
+    ttft10, ttft90 = (round(float(v), 2) for v in np.percentile(found["ttft_ms"], [10, 90]))
+    tpot10, tpot90 = (round(float(v), 2) for v in np.percentile(found["tpot_ms"], [10, 90]))
+    return {
+        "source": "python -m perf.disagg_check over aiconfigurator's measured disaggregated rows, none fitted "
+        "(written by bench/perf_model.py)",
+        "group": "disaggregated|held-out",
+        "groups": len(rows),
+        "ttft_ms": [ttft10, ttft90],
+        "tpot_ms": [tpot10, tpot90],
+        "output_tok_s": [round(1 / tpot90, 2), round(1 / tpot10, 2)],
+    }
+
+
 def _band(ratios: list[float]) -> str:
     if not ratios:
         return "-"
@@ -150,11 +213,18 @@ def main() -> int:
             f"{r.row_id}: TTFT {r.ttft_ms:.0f} vs {r.est_ttft_ms:.0f} ms, "
             f"TPOT {r.tpot_ms:.1f} vs {r.est_tpot_ms:.1f} ms"
         )
-    ttft = [r.ttft_ms / r.est_ttft_ms for r in rows if r.est_ttft_ms > 0]
-    tpot = [r.tpot_ms / r.est_tpot_ms for r in rows if r.est_tpot_ms > 0]
-    print(f"{len(rows)} rows estimated; measured/estimated TTFT {_band(ttft)}; TPOT {_band(tpot)}")
+    found = ratios(rows)
+    print(
+        f"{len(rows)} rows estimated; measured/estimated TTFT {_band(found['ttft_ms'])}; TPOT {_band(found['tpot_ms'])}"
+    )
     for reason, n in left.most_common():
         print(f"left out {n}: {reason}")
+    other, other_left = inferencex_rows()
+    found = ratios(other)
+    ttft, tpot = _band(found["ttft_ms"]), _band(found["tpot_ms"])
+    print(f"InferenceX (held out by publisher): {len(other)} rows; TTFT {ttft}; TPOT {tpot}")
+    for reason, n in other_left.most_common():
+        print(f"InferenceX left out {n}: {reason}")
     return 0
 
 

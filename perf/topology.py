@@ -1,6 +1,7 @@
 """What a topology estimate asks and answers: agg, disagg or best; the pools, the handoff, the figures per GPU."""
 
 import argparse
+import json
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -15,6 +16,7 @@ from perf.result import Band, Basis, Estimate, Percentiles, Wording
 ServedTopology = Literal["agg", "disagg"]  # how a deployment serves: one pool, or prefill and decode pools
 Topology = Literal["agg", "disagg", "best"]  # what to estimate: either, or the better of the two
 DISAGG_TOML = Path(__file__).parent / "data" / "disagg.toml"
+DISAGG_BANDS = Path(__file__).parent / "data" / "disagg_bands.json"
 
 
 @cache
@@ -23,9 +25,8 @@ def _disagg_data() -> dict[str, object]:
 
 
 def disagg_bands() -> dict[str, Band]:
-    """The two-pool estimate's bands, from its held-out check (perf/data/disagg.toml [bands])."""
-    data = _disagg_data()["bands"]
-    assert isinstance(data, dict)
+    """The two-pool estimate's bands, from its held-out check (perf/data/disagg_bands.json, by bench/perf_model.py)."""
+    data = json.loads(DISAGG_BANDS.read_text(encoding="utf-8"))
     return {
         key: Band(low_ratio=data[key][0], high_ratio=data[key][1], group=str(data["group"]), groups=int(data["groups"]))
         for key in ("output_tok_s", "tpot_ms", "ttft_ms")

@@ -151,3 +151,23 @@ def test_held_out_check_estimates_measured_disaggregated_rows_with_their_own_poo
     assert len(rows) == 3 and all(r.est_ttft_ms > 0 and r.est_tpot_ms > 0 for r in rows)
     assert all(r.ttft_ms > 0 and r.tpot_ms > 0 for r in rows)
     assert sum(left.values()) >= 0
+
+
+def test_the_bands_every_two_pool_estimate_shows_are_those_of_the_current_model() -> None:
+    """perf/data/disagg_bands.json is the held-out check of today's model: rerun `make perf-model` when this fails."""
+    from perf.disagg_check import bands, checked_rows
+    from perf.topology import DISAGG_BANDS, disagg_bands
+
+    rows, _ = checked_rows()
+    assert json.loads(DISAGG_BANDS.read_text(encoding="utf-8")) == bands(rows)
+    shown = disagg_bands()["ttft_ms"]
+    assert (shown.low_ratio, shown.high_ratio) == tuple(bands(rows)["ttft_ms"])  # type: ignore[arg-type]
+
+
+def test_inferencex_runs_on_mi300x_are_all_estimated_with_their_own_pools() -> None:
+    from perf.disagg_check import inferencex_rows, ratios
+
+    rows, left = inferencex_rows()
+    assert not left and len(rows) == 16  # gpt-oss-120b MXFP4 at tensor parallel 8 included: the engines pad
+    assert {r.engine for r in rows} == {"vllm"}
+    assert all(r.est_ttft_ms > 0 and r.est_tpot_ms > 0 for r in rows) and len(ratios(rows)["tpot_ms"]) == 16
