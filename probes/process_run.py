@@ -22,8 +22,8 @@ from pathlib import Path
 from probes import errors
 from probes.config import RunSettings
 from probes.errors import ProbeError
-from probes.models import RunResult, RunStatus
-from probes.progress import Progress
+from probes.handle import RunHandle
+from probes.models import RunStatus
 from probes.sink import RunSink
 from probes.wording import CHILD_LOST, CHILD_SLOW
 from probes.worker import ProbeRun
@@ -52,7 +52,7 @@ def _as_error(text: ErrorText | None) -> BaseException | None:
     return ProbeError(f"{name}: {message}")
 
 
-class ProcessProbeRun:
+class ProcessProbeRun(RunHandle):
     """ProbeRun's interface (start, cancel, progress, done, wait, result, error, sink_errors) for a run in a child.
 
     The child stores the run in the database at database_url; start() returns once it is recorded and started, and
@@ -60,16 +60,13 @@ class ProcessProbeRun:
     """
 
     def __init__(self, settings: RunSettings, *, database_url: str, start_timeout_s: float = START_TIMEOUT_S) -> None:
+        super().__init__()
         self.settings = settings
         self.run_id: str | None = None
         self.sink_errors: list[str] = []
         self.pid: int | None = None  # the child's process id, once started
         self._database_url = database_url
         self._start_timeout_s = start_timeout_s
-        self._progress = Progress()
-        self._result: RunResult | None = None
-        self._error: BaseException | None = None
-        self._finished = threading.Event()
         self._send_lock = threading.Lock()
         self._conn: Connection | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -113,27 +110,6 @@ class ProcessProbeRun:
     def cancel(self) -> None:
         """Ask the child to stop sending; what finished stays (the run ends CANCELLED)."""
         self._send(("cancel", None))
-
-    def progress(self) -> Progress:
-        """The child's progress as of its last report."""
-        return self._progress.snapshot()
-
-    def done(self) -> bool:
-        """True once the child reported the end (or died) and exited."""
-        return self._finished.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until done (or timeout); True if done."""
-        return self._finished.wait(timeout)
-
-    def result(self) -> RunResult | None:
-        """The run's result once done (None before, or when the child ended without one: see .error)."""
-        return self._result
-
-    @property
-    def error(self) -> BaseException | None:
-        """Why the run ended without a result, if it did."""
-        return self._error
 
     def _send(self, message: tuple[str, object]) -> None:
         conn = self._conn

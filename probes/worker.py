@@ -14,9 +14,10 @@ import httpx2
 from probes.config import RunSettings, check_run_settings
 from probes.deployment import Deployment
 from probes.errors import ProbeError, ProbeSettingsError
+from probes.handle import RunHandle
 from probes.models import LevelResult, RequestSample, RunResult, RunStatus
 from probes.power import PowerSample
-from probes.runner import Progress, run_probe
+from probes.runner import run_probe
 from probes.sink import NullSink, RunSink
 from probes.wording import RAY_MISSING, RECORD_FAILED
 from probes.workloads import build_prompts
@@ -55,7 +56,7 @@ def _ray_installed() -> bool:
         return False
 
 
-class ProbeRun:
+class ProbeRun(RunHandle):
     """Start with .start(); poll .progress(); .cancel() keeps what finished; .wait() then .result().
 
     The run's sink (probes/sink.py) hears of it in order, from one sink thread, never on the event loop, so a slow
@@ -73,20 +74,17 @@ class ProbeRun:
         transport: httpx2.AsyncBaseTransport | None = None,
         limits: Settings | None = None,
     ) -> None:
+        super().__init__()
         self.settings = settings
         self._sink = sink
         self.run_id: str | None = None  # the sink's id of the run, once started
         self._heartbeat_s = heartbeat_s
         self._transport = transport
         self._limits = limits
-        self._progress = Progress()
         self._queue: queue.SimpleQueue[tuple[str, object]] = queue.SimpleQueue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[RunResult] | None = None
         self._cancel_requested = threading.Event()
-        self._finished = threading.Event()
-        self._result: RunResult | None = None
-        self._error: BaseException | None = None
         self.sink_errors: list[str] = []
         self._threads: list[threading.Thread] = []
 
@@ -123,27 +121,6 @@ class ProbeRun:
         if loop is not None and task is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the run already ended
                 loop.call_soon_threadsafe(task.cancel)
-
-    def progress(self) -> Progress:
-        """A copy of the current progress (safe from any thread)."""
-        return self._progress.snapshot()
-
-    def done(self) -> bool:
-        """True once the run ended and every callback ran."""
-        return self._finished.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until done (or timeout); True if done."""
-        return self._finished.wait(timeout)
-
-    def result(self) -> RunResult | None:
-        """The run's result once done (None before, or if it crashed: see .error)."""
-        return self._result
-
-    @property
-    def error(self) -> BaseException | None:
-        """The exception that ended the run abnormally, if any."""
-        return self._error
 
     def _work(self) -> None:
         loop = asyncio.new_event_loop()
