@@ -122,12 +122,12 @@ def test_a_child_that_dies_ends_the_handle_and_its_run_is_marked_interrupted_wit
 
 
 PARENT = """
-import json, sys, time
+import json, sys
 from probes import ProcessProbeRun, RunSettings
 settings = RunSettings.model_validate({**json.loads(sys.argv[1]), "api_key": sys.argv[2]})
 run = ProcessProbeRun(settings, database_url=sys.argv[3]).start()
 print(json.dumps({"pid": run.pid, "run_id": run.run_id}), flush=True)
-time.sleep(600)
+sys.stdin.read()  # alive, holding its end of the socket, until the test kills it
 """
 
 
@@ -138,6 +138,7 @@ def test_a_parent_that_dies_stops_its_child_which_records_the_run_as_cancelled(
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT, settings.model_dump_json(), KEY, database_url],
         cwd=ROOT,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
