@@ -11,7 +11,7 @@ docs/perf-model-predicted-vs-measured.svg, and exits 1 when the held-out median 
 import json
 import math
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +30,8 @@ from perf.accuracy import (  # noqa: E402
     target_checks,
 )
 from perf.coefficients import Validation, build, feature_rows, load_coefficients, write  # noqa: E402
-from perf.disagg_check import Checked, bands, checked_rows, inferencex_rows, ratios  # noqa: E402
+from perf.disagg_check import Checked, checked_rows, inferencex_rows, ratios  # noqa: E402
+from perf.disagg_check import bands as two_pool_bands  # noqa: E402
 from perf.estimate import _matching_published  # noqa: E402
 from perf.fit import Row  # noqa: E402
 from perf.fitset import published_points  # noqa: E402
@@ -183,10 +184,8 @@ def _disagg_row(label: str, rows: list[Checked], band: dict[str, Band]) -> str:
     return f"| {len(rows)} | {label} | " + " | ".join(cells) + " |"
 
 
-def _disagg_section() -> str:
+def _disagg_section(checked: list[Checked], left: Counter[str]) -> str:
     """The two-pool estimate against measured disaggregated rows (none fitted): aiconfigurator's, then InferenceX's."""
-    checked, left = checked_rows()
-    DISAGG_BANDS.write_text(json.dumps(bands(checked), indent=2) + "\n", encoding="utf-8")
     band = disagg_bands()
     by_engine: dict[str, list[Checked]] = defaultdict(list)
     for row in checked:
@@ -294,6 +293,8 @@ def main() -> int:
     groups = accuracy(checked.by_source)
     met, missed = _checks(groups)
     ape = coefficients.held_out_median_ape
+    disagg_checked, disagg_left = checked_rows()  # the two-pool bands are this check's, written before the doc
+    DISAGG_BANDS.write_text(json.dumps(two_pool_bands(disagg_checked), indent=2) + "\n", encoding="utf-8")
     doc = TEMPLATE.format(
         points=len(predictions),
         groups=len(by_group),
@@ -319,7 +320,7 @@ def main() -> int:
         left_out=left_out,
         handbook=handbook_line(),
         max_load=_max_load_section(),
-        disagg=_disagg_section(),
+        disagg=_disagg_section(disagg_checked, disagg_left),
         fit_set=coefficients.fit_set,
     )
     DOC.write_text(doc, encoding="utf-8")
