@@ -32,6 +32,7 @@ from perf.accuracy import (  # noqa: E402
 from perf.coefficients import Validation, build, feature_rows, load_coefficients, write  # noqa: E402
 from perf.disagg_check import Checked, checked_rows, inferencex_rows, ratios  # noqa: E402
 from perf.disagg_check import bands as two_pool_bands  # noqa: E402
+from perf.disagg_scale import scale_points  # noqa: E402
 from perf.estimate import _matching_published  # noqa: E402
 from perf.fit import Row  # noqa: E402
 from perf.fitset import published_points  # noqa: E402
@@ -184,6 +185,27 @@ def _disagg_row(label: str, rows: list[Checked], band: dict[str, Band]) -> str:
     return f"| {len(rows)} | {label} | " + " | ".join(cells) + " |"
 
 
+def _scale_section() -> str:
+    """The step-time model at the published large-scale pools: one row each, then the median ratio."""
+    points = scale_points()
+    lines = [
+        "| pool | publisher | GPUs in the copy | measured tok/s per node | estimated | measured / estimated |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+        *(
+            f"| {p.row_id} ({p.role}) | {p.publisher} | {p.gpus} | {p.measured_tok_s_per_node:,.0f} | "
+            f"{p.est_tok_s_per_node:,.0f} | {p.ratio:.2f}x |"
+            for p in points
+        ),
+    ]
+    ratios_found = [p.ratio for p in points]
+    return "\n".join(lines) + (
+        f"\n\nMedian measured / estimated {float(np.median(ratios_found)):.2f}x over {len(points)} pools "
+        f"({min(ratios_found):.2f}-{max(ratios_found):.2f}x). Prefill is input tokens/s (DeepSeek's counts its cache "
+        "hits), decode output tokens/s. DeepSeek's figures are a day's averages of a production service, so an "
+        "estimate at a full batch is expected above them."
+    )
+
+
 def _disagg_section(checked: list[Checked], left: Counter[str]) -> str:
     """The two-pool estimate against measured disaggregated rows (none fitted): aiconfigurator's, then InferenceX's."""
     band = disagg_bands()
@@ -321,6 +343,7 @@ def main() -> int:
         handbook=handbook_line(),
         max_load=_max_load_section(),
         disagg=_disagg_section(disagg_checked, disagg_left),
+        scale=_scale_section(),
         fit_set=coefficients.fit_set,
     )
     DOC.write_text(doc, encoding="utf-8")
@@ -406,10 +429,17 @@ Groups of fewer than 50 points or 3 sources are reported below but not judged.
 ### Separate prefill and decode pools (held out: no disaggregated row is fitted)
 The two-pool estimate (`python -m perf --topology disagg`, method in [disaggregated.md](disaggregated.md)) against
 measured disaggregated rows, each at its own layout and concurrency (`python -m perf.disagg_check`): aiconfigurator's
-(NVIDIA GPUs; SGLang, TensorRT-LLM, vLLM) and InferenceX's 1P1D runs of vLLM on MI300X. Not compared: the published
-large-scale DeepSeek prefill/decode deployments (replicas of 32 GPUs and more, which the advisor does not lay out).
+(NVIDIA GPUs; SGLang, TensorRT-LLM, vLLM; pools of 1 to 64 GPUs) and InferenceX's 1P1D runs of vLLM on MI300X.
 
 {disagg}
+
+#### Large-scale DeepSeek deployments (held out by publisher)
+The published prefill and decode pools of DeepSeek-V3/R1 with wide expert parallelism (one copy of 32 to 144
+GPUs over several nodes), each estimated at its own layout and batch by the step-time model
+(`python -m perf.disagg_scale`; rows, sources and what was derived in `perf/data/large_scale_disagg.md`). Both
+publishers give throughput per node of 8 GPUs, so that is what is compared.
+
+{scale}
 
 ![predicted vs measured](perf-model-predicted-vs-measured.svg)
 

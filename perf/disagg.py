@@ -17,7 +17,7 @@ from perf.hardware import model_facts
 from perf.inputs import PerfRequest, Slo
 from perf.kv_transfer import kv_bytes_per_request, kv_transfer_ms, pool_link
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
-from perf.resolve import Setup, resolve
+from perf.resolve import Setup, copy_layout, resolve
 from perf.result import Basis, Estimate, LevelEstimate, Percentiles, Wording
 from perf.simulate import Workload
 from perf.topology import Pool, TopologyEstimate, TopologyOptions, TopologyResult, disagg_bands, min_gain
@@ -58,7 +58,7 @@ def aggregated(request: PerfRequest, est: Estimate, total_gpus: int | None = Non
 
 def _pool_setup(request: PerfRequest, gpus: int | None, copy: int) -> Setup:
     """One replica of a pool, resolved by the advisor for its GPUs (the aggregated copy's by default)."""
-    return resolve(request.model_copy(update={"gpus": gpus or copy, "tp": None, "pp": None, "ep": None, "dp": None}))
+    return resolve(request.model_copy(update=copy_layout(request, gpus or copy)))
 
 
 def _prefill_rate(setup: Setup, request: PerfRequest, transfer_ms: float) -> tuple[float, LevelEstimate | None]:
@@ -257,7 +257,7 @@ def _met(request: PerfRequest, best: _Split, handoff: _Handoff, notes: tuple[Wor
     ).ttft_ms
     used = best.x * p_gpus + best.y * d_gpus
     out = best.rate * request.output_tokens
-    est = estimate(request.model_copy(update={"gpus": d_gpus, "tp": None, "pp": None, "ep": None, "dp": None}))
+    est = estimate(request.model_copy(update=copy_layout(request, d_gpus)))
     return TopologyEstimate(
         topology="disagg",
         prefill=Pool(replicas=best.x, gpus_per_replica=p_gpus),
@@ -302,7 +302,7 @@ def _best_agg(request: PerfRequest, total: int | None) -> tuple[Estimate, Topolo
     sizes = (request.gpus,) if request.layout_given else _sizes(request, None)
     for n in sizes:
         try:
-            est = estimate(request if n == request.gpus else request.model_copy(update={"gpus": n}))
+            est = estimate(request if n == request.gpus else request.model_copy(update=copy_layout(request, n)))
         except PerfError as exc:
             error = error or exc
             continue
@@ -325,8 +325,8 @@ def estimate_topology(request: PerfRequest, options: TopologyOptions) -> Topolog
     est, agg = _best_agg(request, options.total_gpus)
     if options.topology == "agg":
         return TopologyResult(est, agg, None)
-    try:
-        split = disaggregated(request, options)
+    try:  # both topologies serve the same checkpoint: the one-pool copy's, where the advisor picked it
+        split = disaggregated(request.model_copy(update={"quant": est.quant}), options)
     except PerfError as exc:
         if options.topology == "disagg":
             raise

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import ValidationError
 
 from catalog.tables import read_rows
 from perf.errors import PerfError
@@ -38,7 +39,10 @@ def _int(value: str) -> int:
 
 
 def _why(exc: Exception) -> str:
-    """A refusal in one line: a validation error's message, else the text before its first colon."""
+    """A refusal in one line: the field and what it allows, a validation error's message, else its first words."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg'].lower()}"
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     said = [line.removeprefix("Value error, ") for line in lines if line.startswith("Value error, ")]
     if said:
@@ -59,7 +63,7 @@ def checked_rows(limit: int | None = None) -> tuple[list[Checked], Counter[str]]
     """Every disaggregated row whose model, GPU and engine the catalog has, estimated with its own pools."""
     cfg = fitset_config()["aiconfigurator"]
     assert isinstance(cfg, dict)
-    systems, backends, models = cfg["systems"], cfg["backends"], cfg["models"]
+    systems, backends, models, quants = cfg["systems"], cfg["backends"], cfg["models"], cfg["quant"]
     out: list[Checked] = []
     left: Counter[str] = Counter()
     for row in read_rows(DATA / str(cfg["file"])):
@@ -70,14 +74,11 @@ def checked_rows(limit: int | None = None) -> tuple[list[Checked], Counter[str]]
             continue
         p_tp, p_dp, p_ep = (_int(row[f"prefill_{k}"]) for k in ("tp_size", "attention_dp_size", "moe_ep_size"))
         d_tp, d_dp, d_ep = (_int(row[f"decode_{k}"]) for k in ("tp_size", "attention_dp_size", "moe_ep_size"))
-        if p_tp * p_dp > 8 or d_tp * d_dp > 8:
-            left["a replica of more than 8 GPUs (the advisor's limit)"] += 1
-            continue
         base = {
             "gpu": systems[row["system"]],
             "model": models[row["model_path"]],
             "engine": backends[row["backend"]],
-            "quant": row["precision"],
+            "quant": quants[row["gemm_quant_mode"]],  # as the fit set reads it (fitset.toml [aiconfigurator.quant])
             "input_tokens": int(row["isl"]),
             "output_tokens": int(row["osl"]),
             "slo": Slo(ttft_p50_ms=1e9, ttft_p99_ms=1e9, tpot_p50_ms=1e9),
@@ -86,7 +87,7 @@ def checked_rows(limit: int | None = None) -> tuple[list[Checked], Counter[str]]
             prefill = PerfRequest(
                 **base,
                 gpus=p_tp * p_dp,
-                tp=p_tp * p_dp // p_dp if p_dp > 1 else p_tp,
+                tp=p_tp,
                 dp=p_dp,
                 ep=p_ep if p_ep > 1 else None,
             )

@@ -15,7 +15,7 @@ from perf.hardware import model_facts
 from perf.inputs import ENGINE_FAMILIES, PerfRequest
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
 from perf.phases import split_phases
-from perf.resolve import Setup, copy_gpus, resolve
+from perf.resolve import Setup, copy_gpus, node_gpus, resolve, spans_nodes, with_copy_layout
 from perf.result import Band, Basis, Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Wording
 from perf.simulate import Engine, Workload
 from perf.vouch import near_shape, vouched
@@ -100,7 +100,7 @@ def _with_ttft(level: LevelEstimate, factor: float, request: PerfRequest) -> Lev
 def estimate(request: PerfRequest, calibrations: Sequence[Calibration] = ()) -> Estimate:
     """Estimate one configuration (see PerfRequest); calibrations are stored probe runs of it, if any."""
     _engine_name(request.engine)
-    return _estimate(request, tuple(calibrations))
+    return _estimate(with_copy_layout(request), tuple(calibrations))
 
 
 def _correction(
@@ -201,6 +201,16 @@ def _own_notes(request: PerfRequest, setup: Setup) -> list[Wording]:
                 ),
             )
         )
+    if spans_nodes(request):
+        notes.append(
+            Wording(
+                template=N_(
+                    "one copy over {nodes} nodes of {node} GPUs, laid out as given: the engine's settings are the "
+                    "advisor's for one node of the same GPUs"
+                ),
+                values=(("nodes", str(-(-copy_gpus(request) // node_gpus()))), ("node", str(node_gpus()))),
+            )
+        )
     if setup.release.gaps:
         notes.append(
             Wording(
@@ -239,7 +249,7 @@ def _result(
         band=bands["output_tok_s"],
         bands=bands,
         basis=basis,
-        notes=(*advice.warnings, *(w.worded() for w in notes)),
+        notes=(*([] if spans_nodes(request) else advice.warnings), *(w.worded() for w in notes)),
         note_wordings=tuple(notes),
         searched_levels=loads.searched,
         phases=split_phases(

@@ -42,13 +42,9 @@ class PhaseSeconds(BaseModel):
         return self.input_tokens - self.cached_tokens
 
 
-def _step_s(engine: Engine, step: StepInputs) -> float:
-    return sum(t * f for t, f in zip(engine.theta, engine.cost.features(step), strict=True))
-
-
 def _prefill_s(engine: Engine, background: StepInputs, new_tokens: int, prefix: int) -> float:
     """Time `new_tokens` of prefill after `prefix` cached tokens add to the steps `background` decodes in."""
-    alone = _step_s(engine, background)
+    alone = engine.step_s(background)
     chunk = max(engine.budget_tokens - float(background.decode_seqs) * engine.computed_per_step, 1.0)
     total, done = 0.0, 0.0
     while done < new_tokens:
@@ -57,7 +53,7 @@ def _prefill_s(engine: Engine, background: StepInputs, new_tokens: int, prefix: 
         step = background._replace(
             prefill_tokens=take, prefill_pairs=take * (before + take / 2), prefill_ctx=before, prefill_seqs=1.0
         )
-        total += max(_step_s(engine, step) - alone, 0.0)
+        total += max(engine.step_s(step) - alone, 0.0)
         done += take
     return total
 
@@ -70,7 +66,7 @@ def split_phases(
     mean_ctx = input_tokens + output_tokens / 2
     decode = StepInputs(decode_seqs=float(n), decode_ctx=n * mean_ctx, tokens_per_decode=engine.computed_per_step)
     steps = math.ceil(max(output_tokens - 1, 0) / engine.accepted_per_step)
-    decode_s = steps * _step_s(engine, decode) / n
+    decode_s = steps * engine.step_s(decode) / n
     others = StepInputs(
         decode_seqs=float(n - 1), decode_ctx=(n - 1) * mean_ctx, tokens_per_decode=engine.computed_per_step
     )

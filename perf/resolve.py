@@ -14,7 +14,9 @@ from perf.replica import kv_capacity_tokens, replica_engine
 from perf.result import Wording
 from perf.simulate import Engine, Workload
 from selector import Advice, AdviceRequest, SelectorError, advise
+from selector.custom import custom_model
 from selector.memory import split_objections
+from selector.rules import load_rules
 
 
 def copy_gpus(request: PerfRequest) -> int:
@@ -29,16 +31,78 @@ def copy_gpus(request: PerfRequest) -> int:
     return request.layout_gpus
 
 
+def node_gpus() -> int:
+    """GPUs in one node, as the advisor lays them out (selector/data/rules.toml [limits] max_gpus)."""
+    return load_rules().limits.max_gpus
+
+
+def spans_nodes(request: PerfRequest) -> bool:
+    """Whether one copy is laid out over more GPUs than a node holds (its layout given, as wide expert parallelism)."""
+    return copy_gpus(request) > node_gpus()
+
+
+def _spec(request: PerfRequest) -> ModelSpec:
+    """The model estimated: the catalog's, or a custom one as its fields describe it."""
+    if request.custom is not None:
+        return custom_model(request.custom)
+    try:
+        return find_model(request.model)
+    except SelectorError as exc:
+        raise PerfError(f"model: {exc}") from exc
+
+
+def copy_layout(request: PerfRequest, gpus: int) -> dict[str, int | None]:
+    """The layout fields of one copy of `gpus` GPUs: the advisor's inside a node, wide expert parallelism beyond.
+
+    Past one node a mixture of experts is served as the large deployments serve it: attention data parallel and
+    routed experts over every GPU (tp 1, dp = ep = gpus). A dense model keeps the advisor's layout, which refuses
+    a copy wider than a node.
+    """
+    if gpus > node_gpus() and _spec(request).is_moe:
+        return {"gpus": gpus, "tp": 1, "pp": 1, "ep": gpus, "dp": gpus}
+    return {"gpus": gpus, "tp": None, "pp": None, "ep": None, "dp": None}
+
+
+def with_copy_layout(request: PerfRequest) -> PerfRequest:
+    """The request with its layout filled in when one copy spans nodes and none was given (see copy_layout)."""
+    if request.layout_given or request.gpus <= node_gpus():
+        return request
+    return request.model_copy(update=copy_layout(request, request.gpus))
+
+
+def _advised_gpus(request: PerfRequest) -> int:
+    """The GPUs the advisor is asked about: the copy's, or one node's when a given layout spans nodes.
+
+    The advisor lays out one node (a model too large for it goes over several nodes by pipeline stages). A copy
+    spread wider, such as wide expert parallelism over 32 or 72 GPUs, is estimated from its given layout; the
+    advisor then only picks the engine's settings, from one node of the same GPUs.
+    """
+    gpus, node = copy_gpus(request), node_gpus()
+    if gpus <= node:
+        return gpus
+    if not request.layout_given:
+        raise PerfError(
+            f"gpus: one copy of {gpus} GPUs spans nodes of {node}, and only a mixture of experts is laid out over "
+            f"nodes by default (attention data parallel and experts over every GPU); give this model's layout with "
+            f"--tp, --pp and --dp, or at most {node} GPUs"
+        )
+    return node
+
+
 def _advice(request: PerfRequest, concurrency: int) -> Advice:
     try:
         gpu = find_gpu(request.gpu)
     except GpuLookupError as exc:
         raise PerfError(f"gpu: {exc}") from exc
+    advised_gpus = _advised_gpus(request)
+    quant = request.quant
+    if quant == "auto" and spans_nodes(request):
+        quant = _spec(request).native_format  # one node's pick would squeeze the weights to fit it
     asked = {
         "gpu": gpu.id,
-        "gpus": copy_gpus(request),
+        "gpus": advised_gpus,
         "engine": request.engine,
-        "quant": request.quant,
+        "quant": quant,
         "context": max(request.context_tokens, 256),
         "concurrency": min(concurrency, 4096),
     }
@@ -177,7 +241,11 @@ def resolve(request: PerfRequest) -> Setup:
     capacity = kv_capacity_tokens(model, gpu, advice.quantization, kv_dtype, shape, request.context_tokens)
     if capacity <= 0:
         raise PerfError(f"gpus: {model.name} does not fit {shape.gpus}x {gpu.name} in {advice.quantization}")
-    max_seqs = _max_seqs(request, gpu)
+    max_seqs, budget = _max_seqs(request, gpu), advice.max_num_batched_tokens
+    if spans_nodes(request):  # one node's limits on every node: the copy batches as that many nodes would
+        nodes = -(-shape.gpus // node_gpus())
+        max_seqs = max_seqs if request.max_num_seqs else max_seqs * nodes
+        budget *= nodes
     base = replica_engine(
         model,
         gpu,
@@ -186,7 +254,7 @@ def resolve(request: PerfRequest) -> Setup:
         shape=shape,
         theta=family.theta,
         max_seqs=max_seqs,
-        budget_tokens=advice.max_num_batched_tokens,
+        budget_tokens=budget,
         context=request.context_tokens,
         accepted_per_step=accepted,
         computed_per_step=computed,

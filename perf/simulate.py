@@ -38,6 +38,10 @@ class Engine:
     computed_per_step: float = 1.0  # tokens a decode step computes per sequence (speculation: drafts + 1)
     ttft_readout: tuple[float, ...] = (1.0, 1.0, 0.0, 0.0)  # reported TTFT from simulated TTFT (perf.fit.TTFT_TERMS)
 
+    def step_s(self, step: StepInputs) -> float:
+        """Seconds one step takes: theta . features(step)."""
+        return sum(t * f for t, f in zip(self.theta, self.cost.features(step), strict=True))
+
 
 @dataclass(frozen=True)
 class Workload:
