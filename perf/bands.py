@@ -1,18 +1,21 @@
 """Bands from held-out error: measured / estimated at the 10th and 90th percentiles, per metric and per key.
 
 A band is quoted for the most specific key (the engine on this GPU architecture, the engine, every engine), its
-quantiles shrunk towards the wider keys' by how few held-out sources it rests on.
-Coverage is checked the way a user meets the band: each source
-in turn is left out of the band's quantiles too, and its measurements are counted inside or outside.
+quantiles shrunk towards the wider keys' by how few held-out sources it rests on, then widened (or narrowed) in log
+space about its centre by a factor per metric, engine and dense/MoE: the factor that puts 8 in 10 measurements of
+sources the band was quoted without inside it, found on folds of sources.
+Coverage is checked the way a user meets the band: each source in turn is left out of the band's quantiles and of
+its widening factors too, and its measurements are counted inside or outside.
 """
 
 import math
 from collections.abc import Callable, Sequence
+from functools import cache
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from catalog import find_gpu
+from catalog import find_gpu, find_model
 from perf.fitset import Point
 from perf.hardware import model_facts
 from perf.validate import METRICS, Prediction
@@ -45,8 +48,28 @@ def band_key(*parts: str) -> str:
 
 def point_keys(point: Point) -> tuple[str, ...]:
     """The keys a point's error counts under, most specific first (engine on its architecture, engine, all)."""
-    arch = find_gpu(point.gpu).arch
-    return (band_key(point.engine, arch), point.engine, POOLED_KEY)
+    return _keys(point.engine, point.gpu)
+
+
+@cache
+def _keys(engine: str, gpu: str) -> tuple[str, ...]:
+    return (band_key(engine, find_gpu(gpu).arch), engine, POOLED_KEY)
+
+
+@cache
+def _is_moe(model: str) -> bool:
+    return find_model(model).is_moe
+
+
+def widening_key(metric: str, engine: str, moe: bool) -> str:
+    """'metric|engine|moe' or 'metric|engine|dense': what one widening factor answers for."""
+    return band_key(metric, engine, "moe" if moe else "dense")
+
+
+def widened(low: float, high: float, factor: float) -> tuple[float, float]:
+    """A band's ends moved `factor` times as far from its centre in log space (below 1: nearer)."""
+    centre = math.sqrt(low * high)
+    return centre * (low / centre) ** factor, centre * (high / centre) ** factor
 
 
 def weighted_percentiles(values: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
@@ -123,25 +146,74 @@ def choose(bands: dict[str, BandStats], metric: str, keys: Sequence[str]) -> tup
     return found[0][0], shrunk
 
 
+def _quoted(bands: dict[str, BandStats], metric: str, point: Point) -> tuple[float, float] | None:
+    """The shrunk band quoted for a point, before widening (None without one)."""
+    try:
+        _, band = choose(bands, metric, point_keys(point))
+    except KeyError:
+        return None
+    return band.low_ratio, band.high_ratio
+
+
+def widenings(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -> dict[str, float]:
+    """Per widening_key: the least factor on the grid that puts `calibration_target` of the measurements inside.
+
+    The units are dealt into `calibration_folds` folds; each fold's measurements are met with the bands quoted
+    without that fold, so the factor answers for sources the band has not seen.
+    """
+    units = sorted({unit(p.row.point) for p in predictions})
+    folds = int(_band_fact("calibration_folds"))
+    found: dict[str, list[tuple[float, float, float]]] = {}  # log ratio, log low, log high
+    for f in range(folds):
+        fold = set(units[f::folds])
+        bands = metric_bands([p for p in predictions if unit(p.row.point) not in fold], unit)
+        for p in predictions:
+            point = p.row.point
+            if unit(point) not in fold:
+                continue
+            for metric in METRICS:
+                ratio = p.ratio(metric)
+                quoted = _quoted(bands, metric, point) if math.isfinite(ratio) and ratio > 0 else None
+                if quoted is not None:
+                    key = widening_key(metric, point.engine, _is_moe(point.model))
+                    found.setdefault(key, []).append((math.log(ratio), math.log(quoted[0]), math.log(quoted[1])))
+    grid = np.arange(_band_fact("widening_min"), _band_fact("widening_max") + 1e-9, _band_fact("widening_step"))
+    target = _band_fact("calibration_target")
+    out: dict[str, float] = {}
+    for key, rows in sorted(found.items()):
+        ratio, low, high = np.asarray(rows).T
+        centre = (low + high) / 2
+        inside = [
+            np.mean((ratio >= centre + (low - centre) * w) & (ratio <= centre + (high - centre) * w)) for w in grid
+        ]
+        out[key] = round(
+            float(next((w for w, share in zip(grid, inside, strict=True) if share >= target), grid[-1])), 2
+        )
+    return out
+
+
 def coverage(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -> dict[int, dict[str, bool]]:
-    """For each prediction (by index): whether its measurement fell inside the band quoted without its unit."""
+    """For each prediction (by index): whether its measurement fell inside the band quoted without its unit.
+
+    The band is quoted as an estimate quotes it: shrunk, then widened by factors found without that unit either.
+    """
     units = sorted({unit(p.row.point) for p in predictions})
     out: dict[int, dict[str, bool]] = {}
     for held in units:
         rest = [p for p in predictions if unit(p.row.point) != held]
-        bands = metric_bands(rest, unit)
+        bands, factors = metric_bands(rest, unit), widenings(rest, unit)
         for i, p in enumerate(predictions):
-            if unit(p.row.point) != held:
+            point = p.row.point
+            if unit(point) != held:
                 continue
             inside: dict[str, bool] = {}
             for metric in METRICS:
                 ratio = p.ratio(metric)
-                if not math.isfinite(ratio):
+                quoted = _quoted(bands, metric, point) if math.isfinite(ratio) else None
+                if quoted is None:
                     continue
-                try:
-                    _, band = choose(bands, metric, point_keys(p.row.point))
-                except KeyError:
-                    continue
-                inside[metric] = band.low_ratio <= ratio <= band.high_ratio
+                factor = factors.get(widening_key(metric, point.engine, _is_moe(point.model)), 1.0)
+                low, high = widened(*quoted, factor)
+                inside[metric] = low <= ratio <= high
             out[i] = inside
     return out

@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 from catalog import Gpu
 from i18n import N_
-from perf.bands import NEW_ARCH, POOLED_KEY, band_key, choose
+from perf.bands import NEW_ARCH, POOLED_KEY, band_key, choose, widened, widening_key
 from perf.calibrate import Correction
 from perf.coefficients import load_coefficients
 from perf.fitset import Point
@@ -28,17 +28,22 @@ def _calibrated_by(runs: Sequence[str], published: Sequence[Point]) -> Wording |
     return named[0] if named else ""
 
 
-def _held_out_bands(gpu: Gpu, engine: str, on_this_arch: bool, extrapolated: bool) -> dict[str, Band]:
+def _held_out_bands(gpu: Gpu, engine: str, moe: bool, on_this_arch: bool, extrapolated: bool) -> dict[str, Band]:
     """Each metric's band from held-out error: by source, and also by architecture on a GPU the fit never saw.
+
+    The by-source band is widened by the factor found for its metric, engine and dense/MoE (perf.bands.widenings).
 
     Every estimate may meet a new source, so the by-source band is the least it quotes; a new architecture widens it
     to the error of architectures held out, and an extrapolation (no data of this release or vendor) to every
     engine's by-source band, whichever reaches further on each side.
     """
-    bands = load_coefficients().bands
+    coefficients = load_coefficients()
+    bands = coefficients.bands
     out: dict[str, Band] = {}
     for metric in METRICS:
         key, stats = choose(bands, metric, (band_key(engine, gpu.arch), engine, POOLED_KEY))
+        factor = coefficients.widening.get(widening_key(metric, engine, moe), 1.0)
+        low, high = widened(stats.low_ratio, stats.high_ratio, factor)
         wider = []
         if not on_this_arch:  # no narrower than on any architecture the engine was measured on
             wider.append(choose(bands, metric, (band_key(NEW_ARCH, engine), band_key(NEW_ARCH, POOLED_KEY))))
@@ -46,7 +51,7 @@ def _held_out_bands(gpu: Gpu, engine: str, on_this_arch: bool, extrapolated: boo
             wider += [(k.split("|", 1)[1], b) for k, b in bands.items() if k.startswith(prefix)]
         if extrapolated:
             wider.append(choose(bands, metric, (POOLED_KEY,)))
-        low, high, groups = stats.low_ratio, stats.high_ratio, stats.groups
+        low, high, groups = round(low, 4), round(high, 4), stats.groups
         for other_key, other in wider:
             if other.low_ratio < low or other.high_ratio > high:
                 low, high = min(low, other.low_ratio), max(high, other.high_ratio)
@@ -72,6 +77,7 @@ def _calibrated_bands(fix: Correction, fallback: dict[str, Band]) -> dict[str, B
 def band_and_basis(
     gpu: Gpu,
     engine: str,
+    moe: bool,
     family: str,
     version: str,
     gaps: Sequence[Wording],
@@ -81,7 +87,7 @@ def band_and_basis(
     """The bands of the three figures and the basis of an estimate."""
     coefficients = load_coefficients()
     on_this_arch = band_key("output_tok_s", engine, gpu.arch) in coefficients.bands
-    held_out = _held_out_bands(gpu, engine, on_this_arch, extrapolated=bool(gaps))
+    held_out = _held_out_bands(gpu, engine, moe, on_this_arch, extrapolated=bool(gaps))
     if fix is not None:
         runs = [i for i in fix.run_ids if i]
         wording = Wording(

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from catalog import find_gpu
-from perf.bands import NEW_ARCH, POOLED_KEY, BandStats, metric_bands
+from perf.bands import NEW_ARCH, POOLED_KEY, BandStats, metric_bands, widenings
 from perf.features import FEATURES
 from perf.fit import POOLED, TTFT_TERMS, Row, family_rows, fit_theta, readout
 from perf.fitset import Point, fitset_config, load_points
@@ -42,6 +42,7 @@ class Coefficients(BaseModel):
     ttft_terms: tuple[str, ...]
     families: dict[str, Family]
     bands: dict[str, BandStats]  # 'metric|key' (perf.bands)
+    widening: dict[str, float]  # 'metric|engine|moe|dense' -> the factor the band is widened by (perf.bands.widenings)
     fitted_groups: dict[str, list[str]]  # engine -> 'model | gpu' pairs in its fit
     releases: dict[str, dict[str, int]]  # engine -> release -> measured points
     vendors: dict[str, list[str]]  # engine -> GPU vendors with measured points
@@ -139,6 +140,7 @@ def build(rows: Sequence[Row]) -> tuple[Coefficients, Validation]:
         ttft_terms=TTFT_TERMS,
         families=families,
         bands=bands,
+        widening=widenings(checked.by_source, by_source),
         fitted_groups={k: sorted(v) for k, v in sorted(fitted.items())},
         releases=_releases(rows),
         vendors={k: sorted(v) for k, v in sorted(vendors.items())},

@@ -275,6 +275,13 @@ def _estimate(request: PerfRequest, calibrations: tuple[Calibration, ...]) -> Es
     engine = _scaled(setup.base, fix.step_scale) if fix else setup.base
     loads = _simulated(request, setup, engine, fix.ttft_scale if fix else 1.0)
     bands, basis = band_and_basis(
-        setup.gpu, request.engine, setup.family, setup.release.version, setup.release.gaps, fix, published
+        setup.gpu,
+        request.engine,
+        advice.model.is_moe,
+        setup.family,
+        setup.release.version,
+        setup.release.gaps,
+        fix,
+        published,
     )
     return _result(request, setup, loads, bands, basis, [*calibration_notes, *_own_notes(request, setup)])
