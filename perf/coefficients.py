@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict
 from catalog import find_gpu
 from perf.bands import NEW_ARCH, POOLED_KEY, BandStats, metric_bands, widenings
 from perf.features import FEATURES
-from perf.fit import POOLED, TTFT_TERMS, Row, family_rows, fit_theta, readout
+from perf.fit import POOLED, Row, family_rows, fit_theta, readout
 from perf.fitset import Point, fitset_config, load_points
 from perf.pointfeatures import point_features
+from perf.readout import TTFT_TERMS
 from perf.validate import Prediction, by_architecture, by_group, by_source, leave_one_group_out, median_ape
 
 COEFFICIENTS_JSON = Path(__file__).parent / "data" / "coefficients.json"
@@ -28,7 +29,7 @@ class Family(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     theta: tuple[float, ...]
-    ttft: tuple[float, ...]  # the TTFT readout (perf.fit.TTFT_TERMS)
+    ttft: tuple[float, ...]  # the TTFT readout (perf.readout.TTFT_TERMS)
     points: int
     groups: int
 

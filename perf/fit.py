@@ -10,16 +10,10 @@ from perf.fitset import Point
 from perf.hardware import model_facts
 from perf.nnls import nnls
 from perf.pointfeatures import PointFeatures
+from perf.readout import CONSTANT, NEUTRAL_READOUT, TTFT_TERMS, ttft_terms
 
 Array = npt.NDArray[np.float64]
 POOLED = "all"
-TTFT_TERMS = ("simulated_first_wave", "simulated_later", "request_s", "per_1k_prompt_s")
-"""The TTFT readout's terms: reported TTFT = a1 x simulated (first wave) + a2 x simulated (later requests) + b
-+ c x prompt tokens / 1000 (seconds). The first wave (every user arriving at once) waits behind every other
-prompt; later requests arrive staggered, as nearly all of a long benchmark's do, so each has its own factor."""
-CONSTANT = TTFT_TERMS.index("request_s")
-NEUTRAL_READOUT = (1.0, 1.0, 0.0, 0.0)
-"""The readout that reports the simulated TTFT unchanged."""
 
 
 @dataclass(frozen=True)
@@ -83,15 +77,18 @@ def fit_theta(rows: Sequence[Row]) -> tuple[float, ...]:
     return tuple(float(v) for v in _median_unbiased(a, b))
 
 
-def ttft_terms(first_wave_s: float, later_s: float, input_tokens: float) -> tuple[float, float, float, float]:
-    """The TTFT readout's inputs (see TTFT_TERMS): simulated TTFT of first-wave and of later requests, prompt."""
-    return first_wave_s, later_s, 1.0, input_tokens / 1000.0
+def row_ttft_terms(row: "Row", theta: Sequence[float]) -> tuple[float, ...]:
+    """A point's mean TTFT readout inputs under theta (each wave's share of the mean simulated TTFT).
 
-
-def row_ttft_terms(row: "Row", theta: Sequence[float]) -> tuple[float, float, float, float]:
-    """A point's mean TTFT readout inputs under theta (each wave's share of the mean simulated TTFT)."""
-    f = row.features
-    return ttft_terms(float(np.dot(theta, f.ttft_first)), float(np.dot(theta, f.ttft_later)), row.point.input_tokens)
+    A one-batch point (every request sent at once) is a burst: its simulated TTFT, all first wave, is also the
+    burst term. Its requests in flight are its users (the batch).
+    """
+    f, p = row.features, row.point
+    first = float(np.dot(theta, f.ttft_first))
+    burst = first if p.load == "one-batch" else 0.0
+    return ttft_terms(
+        first, float(np.dot(theta, f.ttft_later)), p.input_tokens, in_flight=p.concurrency or 1, burst_s=burst
+    )
 
 
 def idle_points(rows: Sequence[Row]) -> int:

@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 from perf.hardware import model_facts
 from perf.inputs import Slo
+from perf.readout import NEUTRAL_READOUT
 from perf.replay import replayed_closed_loop
 from perf.result import LevelEstimate, Percentiles
 from perf.simulate import Engine, Workload, poisson
@@ -43,19 +44,21 @@ def summarise(
     *,
     concurrency: int | None,
     rate: float | None,
-    readout: tuple[float, ...] = (1.0, 1.0, 0.0, 0.0),
+    readout: tuple[float, ...] = NEUTRAL_READOUT,
 ) -> LevelEstimate:
     """One level's figures from its requests' arrival, first-token and finish times (seconds).
 
-    TTFT is read out of the simulated time to the first token (`readout`, perf.fit.TTFT_TERMS: the first wave, sent
-    at time 0, and later requests each with their factor); the first token then starts the decode, so E2E and TPOT
-    come from the simulated times and TTFT shifts E2E by its readout.
+    TTFT is read out of the simulated time to the first token (`readout`, perf.readout.TTFT_TERMS: the first wave,
+    sent at time 0, and later requests each with their factor, plus time per request in flight: a closed loop's
+    users, or open arrivals' mean in flight); the first token then starts the decode, so E2E and TPOT come from the
+    simulated times and TTFT shifts E2E by its readout. A level is never a burst (that term reads sources only).
     """
     arrival, first, finish = times
-    first_wave, later, request_s, per_1k_s = readout
+    first_wave, later, request_s, per_1k_s, _burst, per_in_flight_s = readout
+    in_flight = concurrency if concurrency else len(arrival) / max(span_s, 1e-9) * float(np.mean(finish - arrival))
     prompt_s = (workload.input_tokens - workload.cached_tokens) / 1000.0 * per_1k_s
     factor = np.where(arrival == 0.0, first_wave, later)
-    ttft = ((first - arrival) * factor + request_s + prompt_s) * 1000
+    ttft = ((first - arrival) * factor + request_s + prompt_s + in_flight * per_in_flight_s) * 1000
     e2e = ttft + (finish - first) * 1000
     per_token = max(workload.output_tokens - 1, 1)
     span = max(span_s, 1e-9)

@@ -4,6 +4,7 @@ from catalog import Gpu
 from catalog.models import ModelSpec
 from catalog.quantization import BYTES_PER_GB
 from perf.features import ReplicaShape, StepCost
+from perf.readout import NEUTRAL_READOUT
 from perf.simulate import Engine
 from selector.memory import Layout, fit_layout
 
@@ -42,7 +43,7 @@ def replica_engine(
     computed_per_step: float = 1.0,
     draft_share: float = 0.0,
     kv_capacity: int | None = None,
-    ttft_readout: tuple[float, ...] = (1.0, 1.0, 0.0, 0.0),
+    ttft_readout: tuple[float, ...] = NEUTRAL_READOUT,
 ) -> Engine:
     """The simulated engine for one replica."""
     cost = StepCost(model, gpu, quant, kv_dtype, shape, draft_share=draft_share)

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from perf.errors import PerfError
 from perf.features import FEATURES, StepCost, StepInputs
+from perf.readout import NEUTRAL_READOUT
 
 Vector = npt.NDArray[np.float64]
 
@@ -36,7 +37,7 @@ class Engine:
     kv_capacity_tokens: int
     accepted_per_step: float = 1.0  # output tokens a decode step yields (speculation: the expected accepted length)
     computed_per_step: float = 1.0  # tokens a decode step computes per sequence (speculation: drafts + 1)
-    ttft_readout: tuple[float, ...] = (1.0, 1.0, 0.0, 0.0)  # reported TTFT from simulated TTFT (perf.fit.TTFT_TERMS)
+    ttft_readout: tuple[float, ...] = NEUTRAL_READOUT  # reported TTFT from simulated TTFT (perf.readout.TTFT_TERMS)
 
     def step_s(self, step: StepInputs) -> float:
         """Seconds one step takes: theta . features(step)."""

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from catalog import find_gpu
-from perf.fit import NEUTRAL_READOUT, POOLED, Row, fit_theta, readout, row_ttft_terms, ttft_terms
+from perf.fit import POOLED, Row, fit_theta, readout, row_ttft_terms
 from perf.fitset import Point
+from perf.readout import NEUTRAL_READOUT, ttft_terms
 
 FitFn = Callable[[Sequence[Row]], tuple[float, ...]]
 METRICS = ("output_tok_s", "tpot_ms", "ttft_ms")
@@ -57,7 +58,7 @@ def predict(theta: Sequence[float], row: Row, ttft: Sequence[float] = NEUTRAL_RE
     tpot_ms = float(np.dot(theta, f.tpot)) * 1000.0
     ttft_ms = float(np.dot(ttft, row_ttft_terms(row, theta))) * 1000.0
     if p.load == "one-batch":  # every request at once: all the output over the whole run
-        shift_s = float(np.dot(ttft, ttft_terms(0.0, 0.0, p.input_tokens)))
+        shift_s = float(np.dot(ttft, ttft_terms(0.0, 0.0, p.input_tokens, in_flight=p.concurrency or 1)))
         span_ms = (float(np.dot(theta, f.span)) + shift_s) * 1000.0
         tok_s = (p.concurrency or 0) * p.output_tokens / span_ms * 1000.0 if span_ms > 0 else 0.0
     else:  # a closed loop: users / mean E2E, as the measured throughput is computed
