@@ -1,7 +1,6 @@
 """`python -m perf`: the estimator on the command line."""
 
-import sys
-
+from commands import run_command
 from perf.cli import main
 
-sys.exit(main())
+run_command(main)

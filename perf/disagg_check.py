@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from catalog.tables import read_rows
+from commands import run_command
 from perf.errors import PerfError
 from perf.fitset import DATA, fitset_config
 from perf.inputs import PerfRequest, Slo
@@ -235,4 +236,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main)

@@ -6,13 +6,13 @@ step of `batch_per_gpu` new tokens on every GPU, or one decode step of `batch_pe
 prints throughput per node of 8 GPUs against the published figure.
 """
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from catalog.tables import read_rows
+from commands import run_command
 from perf.features import StepInputs
 from perf.inputs import PerfRequest, Slo
 from perf.resolve import node_gpus, resolve
@@ -114,4 +114,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from catalog import find_gpu
 from catalog.models import find_model
+from commands import run_command
 
 DATA = Path(__file__).parent / "data"
 SPEC_TOML = DATA / "local_sources.toml"
@@ -206,4 +207,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main)

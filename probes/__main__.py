@@ -4,6 +4,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from commands import run_command
 from db import RunRecorder, get_run, init_db, make_engine, start_recovery, store_imported
 from probes.cli import run_cli
 from probes.config import RunSettings
@@ -72,4 +73,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main)

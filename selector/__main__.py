@@ -1,7 +1,6 @@
 """`python -m selector`: the advisor on the command line."""
 
-import sys
-
+from commands import run_command
 from selector.cli import main
 
-sys.exit(main())
+run_command(main)

@@ -191,8 +191,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     text = json.dumps(advice.to_json_dict(), indent=2) if args.json else render_text(advice)
-    try:
-        print(text)
-    except BrokenPipeError:  # `| head` closed the pipe: not an error for the user
-        sys.stderr.close()
+    print(text)  # a reader that stops early (`| head`) ends the command quietly (commands.run_command)
     return 0

@@ -3,6 +3,7 @@
 import sys
 from collections.abc import Callable, Sequence
 
+from commands import run_command
 from tco import api_prices_cli, prices_cli
 
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"prices": prices_cli.main, "api-prices": api_prices_cli.main}
@@ -18,4 +19,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main)

@@ -3,18 +3,23 @@
 import argparse
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
 from catalog import find_engine, find_gpu, find_model, find_quant
 from catalog.matching import ForgivenMatch, forgiven_matches
+from commands import BROKEN_PIPE_EXIT
 from perf.cli import build_parser as perf_parser
 from perf.cli import main as perf_main
 from probes.cli import build_parser as probes_parser
 from probes.cli import run_cli
 from selector.cli import build_parser as selector_parser
 from selector.cli import main as selector_main
+from tests.support import ROOT
 
 PERF = ["--gpu", "h100", "--model", "m", "--engine", "vllm"]
 NOTE = "note: --model 'lama3.1-70b' matched 'Llama-3.1-70B-Instruct'"
@@ -87,3 +92,31 @@ def test_the_other_spelling_is_still_accepted(capsys: pytest.CaptureFixture[str]
     assert outputs[0] == outputs[1]
     assert perf_parser().parse_args([*PERF, "--kv-cache", "fp8"]).kv_cache == "fp8"
     assert perf_parser().parse_args([*PERF, "--kv-cache-dtype", "fp8"]).kv_cache == "fp8"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["perf", "--gpu", "h100", "--model", "llama-3.1-8b", "--engine", "vllm", "--concurrency", "1"],
+        ["selector", "--gpu", "h100", "--model", "llama-3.1-8b"],
+        ["tco", "prices", "show", "--gpu", "H100", "--json"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(command: list[str]) -> None:
+    """`python -m perf ... | head -1`: the pipe's reader is gone before the command writes; no traceback follows."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has already stopped reading
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", *command],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr.decode(), done.stderr.decode()
+    assert done.returncode == BROKEN_PIPE_EXIT

@@ -9,7 +9,7 @@ import pytest
 from tests.support import ROOT
 
 PACKAGES = ("tco", "selector", "perf", "probes", "fakeserver", "db", "catalog", "i18n")
-APP_CODE = ("app.py", "settings.py", "views", "ui", *PACKAGES)
+APP_CODE = ("app.py", "settings.py", "commands.py", "views", "ui", *PACKAGES)
 SQL_LIBRARIES = ("sqlalchemy", "alembic", "psycopg", "sqlite3")
 # The one module of probes/ that may wire the probe to the database: the command line's entry point.
 PROBES_DB_ENTRY = "probes/__main__.py"
