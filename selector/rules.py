@@ -248,6 +248,7 @@ class Disaggregation(BaseModel):
     short_prompt_tokens: int
     interference_ratio: float
     min_gpus: int
+    moe_pool_max_nodes: int  # a whole-node mixture of experts' two-pool twin on /compare: pool replicas up to these
     long_prompts_tight_tpot: Statement
     short_prompts: Statement
     interference: Statement

@@ -2,18 +2,23 @@
 
 Only the `DISAGG_TWINS` cheapest options that meet the SLO, and only where the advisor's rules say separate pools
 could pay (selector/disagg.py), get a twin: the two-pool estimate simulates several replica sizes, so doing it for
-every option would break the page's speed budget (docs/performance.md). A twin is one xPyD unit within one node
-(the pools' replica sizes up to the one-pool copy's GPUs), marked `topology = disagg`, its basis extrapolated.
+every option would break the page's speed budget (docs/performance.md). A twin is one xPyD unit, marked
+`topology = disagg`, its basis extrapolated. Its pool replicas reach the one-pool copy's GPUs; for a mixture of
+experts whose copy needs a whole node they reach several nodes (rules.toml [disaggregation] moe_pool_max_nodes),
+laid out with wide expert parallelism as the large DeepSeek deployments are (perf.resolve.copy_layout).
 """
 
 from functools import lru_cache
 
 from catalog import find_gpu, find_model
+from catalog.models import ModelSpec
 from perf import PerfError, Slo, request_from_advice
 from perf.disagg import disaggregated
+from perf.resolve import node_gpus
 from perf.topology import TopologyEstimate, TopologyOptions
 from selector import AdviceRequest
 from selector.disagg import verdict, xpyd
+from selector.rules import load_rules
 from tco.compare_inputs import CompareInputs
 from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs
@@ -24,14 +29,22 @@ DISAGG_TWINS = 2
 """How many of the cheapest SLO-meeting one-pool options get a disaggregated twin."""
 
 
+def pool_reach(model: ModelSpec, split: int) -> int:
+    """The widest pool replica a twin tries: the one-pool copy's GPUs, or several nodes for a whole-node MoE."""
+    if model.is_moe and split >= node_gpus():
+        return node_gpus() * load_rules().disaggregation.moe_pool_max_nodes
+    return split
+
+
 @lru_cache(maxsize=256)
 def _split(option_key: tuple[str, int, str, str, str], in_tokens: int, out_tokens: int, slo: Slo) -> TopologyEstimate:
     gpu_id, split, engine, quant, model = option_key
     gpu = find_gpu(gpu_id)
+    reach = pool_reach(find_model(model), split)
     request = request_from_advice(
         _advice(gpu_id, split, model, engine, quant, in_tokens, out_tokens), engine, quant, slo=slo
-    )
-    return disaggregated(request, TopologyOptions(topology="disagg", total_gpus=max(gpu.nvlink_domain, 2 * split)))
+    ).model_copy(update={"gpus": reach})
+    return disaggregated(request, TopologyOptions(topology="disagg", total_gpus=max(gpu.nvlink_domain, 2 * reach)))
 
 
 def _advice(gpu: str, gpus: int, model: str, engine: str, quant: str, in_tokens: int, out_tokens: int) -> AdviceRequest:
@@ -55,7 +68,7 @@ def twin(inputs: CompareInputs, option: RankedOption) -> RankedOption | None:
         model=model,
         input_tokens=inputs.in_tokens_per_request,
         tpot_ms=inputs.slo.tpot_p50_ms,
-        gpus=max(option.total_gpus, gpu.nvlink_domain),
+        gpus=max(option.total_gpus, gpu.nvlink_domain, 2 * pool_reach(model, option.gpus_per_replica)),
         copy_gpus=option.gpus_per_replica,
         gpus_per_node=gpu.nvlink_domain,
     )

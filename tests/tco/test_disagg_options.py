@@ -53,3 +53,24 @@ def test_frontier_figure_draws_one_line_per_topology_ordered_by_speed_per_user()
     assert names == ["one pool (estimate)", "prefill and decode pools (estimate, extrapolated)"]
     assert list(fig.data[1].x) == [50, 100] and list(fig.data[1].y) == [900, 600]
     assert fig.layout.xaxis.title.text == "tokens/s per user"
+
+
+def test_a_mixture_of_experts_that_needs_a_whole_node_is_ranked_as_pools_over_several_nodes() -> None:
+    """DeepSeek-R1 on H20s: the cheapest option is wide expert parallelism in separate pools, not one node's copy."""
+    inputs = {
+        "model": "deepseek-r1",
+        "gpu_names": ("h20-96gb",),
+        "engines": ("vllm",),
+        "counts": (8,),
+        "in_tokens_per_request": 1500,
+        "out_tokens_per_request": 300,
+    }
+    ranking = rank(CompareInputs.model_validate(inputs))
+    twin = next(o for o in ranking.options if o.topology == "disagg")
+    one_pool = next(o for o in ranking.options if o.topology == "agg" and o.quant == twin.quant)
+    widest = max(int(part.split(" GPU")[0]) for part in twin.pools.split(" x ")[1:])
+    assert widest > one_pool.gpus_per_replica == 8  # a pool replica spans nodes
+    assert twin.gpus_per_replica > 8 and twin.tco_inputs.gpus_per_replica == twin.gpus_per_replica
+    assert twin.meets_slo and twin.basis_kind == "extrapolated"
+    assert twin.cost_per_million_output_tokens < one_pool.cost_per_million_output_tokens
+    assert ranking.options[0] == twin
