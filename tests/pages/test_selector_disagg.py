@@ -44,3 +44,23 @@ def test_in_chinese() -> None:
     at = open_tab(open_page("selector", {**LONG, "lang": "zh"}, timeout_s=120), "_selector.tab", "分离部署")
     assert not at.exception and not at.error
     assert any("干扰" in s.value for s in at.success)
+
+
+def test_a_mixture_of_experts_that_needs_the_whole_node_is_sent_to_compare_for_pools_over_nodes() -> None:
+    """DeepSeek-R1 on 8x H20: one node holds one copy, so the tab points to /compare, which ranks pools over nodes."""
+    from urllib.parse import parse_qsl
+
+    asked = {"gpu": "H20", "gpus": "8", "model": "deepseek-r1", "engine": "vllm", "in_tokens": "1500"}
+    at = open_tab(open_page("selector", asked, timeout_s=120), "_selector.tab", "Separate pools")
+    assert not at.exception and not at.error
+    assert any("disagg.too_few_gpus" in c for c in texts(at.caption))
+    assert any("needs a whole node of H20" in i.value and "up to 4 nodes" in i.value for i in at.info)
+    link = next(p for p in at.get("page_link") if p.proto.label == "Compare one pool and separate pools over nodes")
+    assert link.proto.page == "compare"
+    carried = dict(parse_qsl(link.proto.query_string))
+    assert (carried["model"], carried["gpu_names"], carried["engines"]) == ("deepseek-r1", "h20-96gb", "vllm")
+    ranked = open_page("compare", carried, timeout_s=240)
+    assert not ranked.exception and not ranked.error
+    table = ranked.dataframe[0].value
+    wide = table[table["topology"].str.startswith("disaggregated")]
+    assert len(wide) >= 1 and wide.iloc[0]["GPUs per replica"] > 8

@@ -10,8 +10,12 @@ from perf.inputs import ENGINE_FAMILIES, Slo
 from perf.topology import TopologyEstimate, TopologyOptions
 from selector import Advice, AdviceRequest
 from selector.disagg import recipes, verdict, xpyd
+from selector.rules import load_rules
+from tco.compare_inputs import CompareInputs
 from tco.disagg_figures import frontier_figure
-from ui.lang import _, language
+from tco.disagg_options import pool_reach
+from ui.lang import _, lang_param, language
+from ui.params import to_params
 
 
 def disagg_tab(asked: AdviceRequest, advice: Advice) -> None:
@@ -41,6 +45,8 @@ def disagg_tab(asked: AdviceRequest, advice: Advice) -> None:
     if not found.could_pay:
         if not found.reasons:
             st.info(_("No rule says separate prefill and decode pools would pay here: one pool serves it."))
+        if estimable and pool_reach(advice.model, copy_gpus) > asked.gpus:
+            _over_nodes(asked, advice)
         return
     if request is None:
         st.info(
@@ -65,6 +71,37 @@ def disagg_tab(asked: AdviceRequest, advice: Advice) -> None:
     )
     if two.meets_slo:
         _recipes(advice, two)
+
+
+def _over_nodes(asked: AdviceRequest, advice: Advice) -> None:
+    """A mixture of experts that needs a whole node: its separate pools span nodes, which /compare prices."""
+    st.info(
+        _(
+            "{model} needs a whole node of {gpu}: separate pools pay for it over several nodes, each pool replica "
+            "up to {nodes} nodes with wide expert parallelism (attention data parallel, experts over every GPU). "
+            "The cost comparison estimates and prices that layout."
+        ).format(
+            model=advice.model.name,
+            gpu=advice.gpu_name,
+            nodes=load_rules().disaggregation.moe_pool_max_nodes,
+        )
+    )
+    inputs = CompareInputs.model_validate(
+        {
+            "model": advice.model_id,
+            "gpu_names": (advice.gpu_id,),
+            "engines": (advice.engine,),
+            "in_tokens_per_request": asked.in_tokens_per_request,
+            "out_tokens_per_request": asked.out_tokens_per_request,
+            "traffic_requests_per_day": asked.traffic_requests_per_day,
+        }
+    )
+    st.page_link(
+        "views/compare.py",
+        label=_("Compare one pool and separate pools over nodes"),
+        icon=":material/leaderboard:",
+        query_params={**to_params(inputs), **lang_param()},
+    )
 
 
 def _both(one: TopologyEstimate, two: TopologyEstimate) -> None:
