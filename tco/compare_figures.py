@@ -16,7 +16,7 @@ MISSES_NAME = N_("misses the SLO (at concurrency 1)")
 
 def _hover(option: RankedOption, currency: str, tr: Translate, language: Language) -> str:
     lines = [
-        f"#{option.rank} {option.label}",
+        f"#{option.rank} {option.worded_label(tr)}",
         tr("{cost} per 1M output tokens").format(
             cost=format_money(option.cost_per_million_output_tokens, currency, language=language)
         ),

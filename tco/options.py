@@ -94,8 +94,14 @@ class RankedOption(BaseModel):
     @property
     def label(self) -> str:
         """'2x H100 80GB SXM · vllm · fp8', with ' · disaggregated 4P1D (...)' for separate pools."""
+        return self.worded_label()
+
+    def worded_label(self, tr: Translate = identity) -> str:
+        """The label in the language of `tr` (only the separate pools' word is translated)."""
         text = f"{self.gpus_per_replica}x {self.gpu_name} · {self.engine_name} · {self.quant_name}"
-        return f"{text} · disaggregated {self.pools}" if self.topology == "disagg" else text
+        if self.topology != "disagg":
+            return text
+        return f"{text} · " + tr(N_("disaggregated {pools}")).format(pools=self.pools)
 
     @property
     def cost_per_million_range(self) -> tuple[float, float]:

@@ -41,6 +41,9 @@ def test_compare_in_chinese_words_the_topology() -> None:
     assert not at.exception
     table = at.dataframe[0].value
     assert any(str(t).startswith("分离式") for t in table.iloc[:, :].astype(str).values.ravel())
+    named = [h.value for h in at.subheader] + [o for box in at.selectbox for o in box.options]
+    with_pools = [t for t in named if "D (prefill" in t]
+    assert with_pools and all("分离式" in t and "disaggregated" not in t for t in with_pools)
 
 
 def test_the_tco_link_of_a_disaggregated_option_carries_its_topology_and_tco_says_so() -> None:

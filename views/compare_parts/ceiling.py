@@ -14,7 +14,7 @@ def ceiling_answer(ranking: Ranking) -> None:
     if ceiling is None:
         return
     cur, lang = ranking.inputs.currency, language()
-    priced = [(o.label, o.price_per_gpu_hour, o.gpus_per_replica, o.levels) for o in ranking.options]
+    priced = [(o.worded_label(_), o.price_per_gpu_hour, o.gpus_per_replica, o.levels) for o in ranking.options]
     best = best_interactivity(priced, ceiling)
     limit = format_money(ceiling, cur, language=lang)
     if best is None:

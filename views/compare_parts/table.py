@@ -218,7 +218,9 @@ def option_details(ranking: Ranking) -> None:
     options = {o.rank: o for o in ranking.options}
     if st.session_state.get(_DETAIL) not in options:
         st.session_state[_DETAIL] = 1
-    chosen = st.selectbox(_("Option"), list(options), key=_DETAIL, format_func=lambda r: f"#{r} {options[r].label}")
+    chosen = st.selectbox(
+        _("Option"), list(options), key=_DETAIL, format_func=lambda r: f"#{r} {options[r].worded_label(_)}"
+    )
     option = options[chosen]
     cur, lang = ranking.inputs.currency, language()
     cols = st.columns(4)

@@ -43,7 +43,7 @@ def headline(ranking: Ranking) -> None:
         verdict = _("meets the SLO")
     else:
         verdict = _("no option meets the SLO; this one misses it least expensively")
-    st.subheader(f":material/trophy: {top.label}")
+    st.subheader(f":material/trophy: {top.worded_label(_)}")
     st.caption(
         _("Rank 1 of {count} by {ranked_by}: {verdict}. Every figure is an estimate.").format(
             count=f"{len(ranking.options):,}", ranked_by=_(_RANKED_BY[ranking.inputs.rank_by]), verdict=verdict
