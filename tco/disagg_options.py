@@ -64,11 +64,13 @@ def twin(inputs: CompareInputs, option: RankedOption) -> RankedOption | None:
     """The option as separate prefill and decode pools, priced per xPyD unit (None: the rules or the SLO say no)."""
     model = find_model(inputs.model)
     gpu = find_gpu(option.gpu_id)
+    reach = pool_reach(model, option.gpus_per_replica)
+    wide = 2 * reach if reach > option.gpus_per_replica else 0  # pools over several nodes: the unit's GPUs
     found = verdict(
         model=model,
         input_tokens=inputs.in_tokens_per_request,
         tpot_ms=inputs.slo.tpot_p50_ms,
-        gpus=max(option.total_gpus, gpu.nvlink_domain, 2 * pool_reach(model, option.gpus_per_replica)),
+        gpus=max(option.total_gpus, gpu.nvlink_domain, wide),
         copy_gpus=option.gpus_per_replica,
         gpus_per_node=gpu.nvlink_domain,
     )
