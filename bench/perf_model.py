@@ -344,6 +344,7 @@ def main() -> int:
         handbook=handbook_line(),
         max_load=_max_load_section(),
         disagg=_disagg_section(disagg_checked, disagg_left),
+        disagg_ttft=f"{float(np.median(ratios(disagg_checked)['ttft_ms'])):.2f}x",
         scale=_scale_section(),
         fit_set=coefficients.fit_set,
     )
@@ -386,7 +387,9 @@ of the same configuration and release).
    in chunks up to the token budget, at most `max_num_seqs` sequences (the engine's own default on that GPU,
    `catalog/data/engine_limits.csv`, or `--max-num-seqs`), KV capacity from the memory fit, and preemption
    (recompute) when the cache is full. Closed-loop levels start all users at once, as the probe does, and count
-   every request; `max` is the closed loop at the most sequences the engine and the KV cache allow.
+   every request; `max` is the closed loop at the most sequences the engine and the KV cache allow. A closed
+   loop's throughput is users / mean E2E (as benchmarks compute it), never more than its simulated schedule
+   completes; a Poisson rate counts as taken only when the replica completes 90% of it (a growing queue is not).
 3. **Fit** (`perf/fit.py`). Each measured point is simulated once with the clock kept as feature sums, so its mean
    TPOT (or, where a source gives only throughput, the time its throughput implies: one user's mean E2E in a
    closed loop, the whole run for a batch sent at once) is linear in theta. Theta is fitted per family by
@@ -461,6 +464,14 @@ publishers give throughput per node of 8 GPUs, so that is what is compared.
   TTFT median error 39.7% -> 39.0%, SGLang's 71.7% -> 67.8%; SGLang's TTFT band coverage fell 68.3% -> 59.5% with
   the bands of the time (63.6% with the shrunk bands). The fit gives the first wave the larger factor (SGLang 0.92
   against 0.37 later; TensorRT-LLM 0.44 against 0), not the smaller one a long benchmark would.
+- Closed-loop throughput capped by the simulated schedule (kept): before, users / E2E used the read-out TTFT alone,
+  which can be shorter than the queue the schedule simulated, so a long-prompt load could exceed the GPUs' peak
+  FLOPs (DeepSeek-R1 AWQ, 8,000-token prompts on 8x A800 with TensorRT-LLM: 78,600 prompt tokens/s, 2.3x the
+  16-bit peak; now 14,200). Held out by source, output tok/s 17.6% either way (2,031 of 3,475 points moved). The
+  two-pool check's prefill capacity had been read the same way: its TTFT went from 1.20x to {disagg_ttft} measured /
+  estimated (see "Separate prefill and decode pools"), its bands regenerated. The published maximum-throughput
+  points (not fitted) moved from 0.82 to 0.90 measured / estimated at the median and from 28% to 19% median error;
+  their pipeline-parallel tables (112 points) from 1.43 to 1.63, more pessimistic.
 - Two more TTFT readout terms (kept): a cost per request in flight and a factor for bursts (one-batch sources):
   TTFT median error 39.0% -> {s_ttft:.1%}. Each alone: per request in flight 38.0%, burst 37.2%. Tried on the same
   held-out predictions and not kept: sources weighing n^p in the readout fit (p = 0.75, 0.5, 0.25, 0: 39.2%, 39.3%,

@@ -63,8 +63,10 @@ def summarise(
     per_token = max(workload.output_tokens - 1, 1)
     span = max(span_s, 1e-9)
     # a closed loop keeps every user busy, so it completes users / mean E2E requests a second (Little's law, the way
-    # the measured points' throughput is computed); open arrivals complete what arrived over the span
-    req_s = concurrency / (float(np.mean(e2e)) / 1000) if concurrency else len(arrival) / span
+    # the measured points' throughput is computed), but never more than its simulated schedule completes: the readout
+    # may report a shorter TTFT than the queue the requests waited in; open arrivals complete what arrived over the span
+    served_ms = max(float(np.mean(e2e)), float(np.mean(finish - arrival)) * 1000)
+    req_s = concurrency / (served_ms / 1000) if concurrency else len(arrival) / span
     ttft_p50, ttft_p99 = _quantiles(ttft, 50, 99)
     tpot_p50 = _quantiles((finish - first) * 1000 / per_token, 50)[0] if workload.output_tokens > 1 else 0.0
     e2e_p50 = _quantiles(e2e, 50)[0]
@@ -147,14 +149,25 @@ def search_concurrency(level: Callable[[int], LevelEstimate], ceiling: int) -> i
 
 
 def search_rate(level: Callable[[float], LevelEstimate], ceiling_rps: float) -> float | None:
-    """The highest Poisson rate (up to `ceiling_rps`) whose level meets the SLO, to within about 3%."""
+    """The highest Poisson rate (up to `ceiling_rps`) whose level meets the SLO and is served, to within about 3%.
+
+    Served: the level completes at least `stable_rate_share` of the offered rate. Past the replica's capacity the
+    queue grows without end; a TTFT readout that does not see that queue must not count such a rate as taken.
+    """
+    share = model_facts()["simulation"]["stable_rate_share"]
+    assert isinstance(share, float)
+
+    def taken(rate: float) -> bool:
+        found = level(rate)
+        return found.meets_slo and found.req_s >= share * rate
+
     low, high = 0.0, ceiling_rps
-    if not level(ceiling_rps * 0.02).meets_slo:
+    if not taken(ceiling_rps * 0.02):
         return None
     low = ceiling_rps * 0.02
     while high - low > 0.03 * high:
         mid = (low + high) / 2
-        if level(mid).meets_slo:
+        if taken(mid):
             low = mid
         else:
             high = mid

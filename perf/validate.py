@@ -61,8 +61,9 @@ def predict(theta: Sequence[float], row: Row, ttft: Sequence[float] = NEUTRAL_RE
         shift_s = float(np.dot(ttft, ttft_terms(0.0, 0.0, p.input_tokens, in_flight=p.concurrency or 1)))
         span_ms = (float(np.dot(theta, f.span)) + shift_s) * 1000.0
         tok_s = (p.concurrency or 0) * p.output_tokens / span_ms * 1000.0 if span_ms > 0 else 0.0
-    else:  # a closed loop: users / mean E2E, as the measured throughput is computed
-        e2e_ms = ttft_ms + (p.output_tokens - 1) * tpot_ms
+    else:  # a closed loop: users / mean E2E, as the measured throughput is computed, capped by the schedule's own
+        simulated_ms = (float(np.dot(theta, f.ttft)) + (p.output_tokens - 1) * float(np.dot(theta, f.tpot))) * 1000.0
+        e2e_ms = max(ttft_ms + (p.output_tokens - 1) * tpot_ms, simulated_ms)
         tok_s = (p.concurrency or 0) * p.output_tokens / e2e_ms * 1000.0 if e2e_ms > 0 else 0.0
     return Prediction(row=row, tpot_ms=tpot_ms, ttft_ms=ttft_ms, tok_s=tok_s)
 

@@ -122,9 +122,20 @@ def twin(inputs: CompareInputs, option: RankedOption) -> RankedOption | None:
 
 
 def twins(inputs: CompareInputs, ranked: tuple[RankedOption, ...]) -> list[RankedOption]:
-    """Disaggregated twins of the cheapest SLO-meeting options (in ranked order), where two pools could pay."""
+    """Disaggregated twins of the cheapest SLO-meeting options (in ranked order), where two pools could pay.
+
+    One twin per GPU, count and engine: two formats of one deployment that estimate alike (AWQ and GPTQ) would
+    spend the second twin on the same unit, so the next cheapest deployment gets it instead.
+    """
     out: list[RankedOption] = []
-    for option in [o for o in ranked if o.meets_slo][:DISAGG_TWINS]:
+    seen: set[tuple[str, int, str]] = set()
+    for option in (o for o in ranked if o.meets_slo):
+        deployment = (option.gpu_id, option.gpus_per_replica, option.engine)
+        if len(seen) == DISAGG_TWINS:
+            break
+        if deployment in seen:
+            continue
+        seen.add(deployment)
         found = twin(inputs, option)
         if found is not None:
             out.append(found)
