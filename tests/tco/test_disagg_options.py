@@ -74,3 +74,5 @@ def test_a_mixture_of_experts_that_needs_a_whole_node_is_ranked_as_pools_over_se
     assert twin.meets_slo and twin.basis_kind == "extrapolated"
     assert twin.cost_per_million_output_tokens < one_pool.cost_per_million_output_tokens
     assert ranking.options[0] == twin
+    twins = [o for o in ranking.options if o.topology == "disagg"]
+    assert len({(o.gpu_id, o.engine) for o in twins}) == len(twins)  # not AWQ and GPTQ of one deployment twice
