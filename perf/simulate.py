@@ -10,10 +10,13 @@ The clock is theta . features: in fitting mode the simulator also sums the featu
 TTFT or TPOT is a linear function of theta (closed-loop schedules do not depend on time).
 """
 
+import gc
 import heapq
 import math
 import random
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -345,6 +348,24 @@ def _steps_to_reach(gap: float, first: float, last: float, k: int) -> int:
     return max(1, min(k, math.ceil(j)))
 
 
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a loop runs, and restore it after.
+
+    A loop allocates thousands of short-lived requests; each 700 allocations start a collection, and every few
+    of those a full one over the whole process (catalogs, pydantic models, kept traces), tens of milliseconds in
+    a running app. The simulation makes no reference cycles, so reference counting frees all of it. Only the
+    caller that found the collector on turns it back on, so overlapping loops in threads leave it on.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _check(engine: Engine, workload: Workload) -> None:
     final_context = workload.input_tokens + engine.accepted_per_step * _decode_steps(workload, engine.accepted_per_step)
     if engine.kv_capacity_tokens < max(final_context, workload.input_tokens + workload.output_tokens):
@@ -367,18 +388,19 @@ def traced_closed_loop(
     """closed_loop, and the trace of its schedule for replaying it at another step cost."""
     _check(engine, workload)
     sim = _Sim(engine, workload, collect)
-    issued = 0
-    for _ in range(min(concurrency, requests)):
-        sim.waiting.append(sim.new_request(issued, 0.0))
-        issued += 1
-    while len(sim.done) < requests:
-        finished = sim.step(math.inf)
-        if not finished and not (sim.n_dec or sim.prefilling or sim.waiting):
-            raise PerfError("the simulation stalled: nothing running and nothing waiting")  # pragma: no cover
-        for _ in finished:
-            if issued < requests:
-                sim.waiting.append(sim.new_request(issued, sim.time))
-                issued += 1
+    with _without_cycle_collection():
+        issued = 0
+        for _ in range(min(concurrency, requests)):
+            sim.waiting.append(sim.new_request(issued, 0.0))
+            issued += 1
+        while len(sim.done) < requests:
+            finished = sim.step(math.inf)
+            if not finished and not (sim.n_dec or sim.prefilling or sim.waiting):
+                raise PerfError("the simulation stalled: nothing running and nothing waiting")  # pragma: no cover
+            for _ in finished:
+                if issued < requests:
+                    sim.waiting.append(sim.new_request(issued, sim.time))
+                    issued += 1
     outcome = Outcome(requests=sim.done, preemptions=sim.preemptions, span_s=sim.time, theta=engine.theta)
     trace = Trace(steps=sim.trace, repeats=sim.repeats, need_tokens=sim.need, capacity_tokens=engine.kv_capacity_tokens)
     return outcome, trace
@@ -394,12 +416,13 @@ def poisson(engine: Engine, workload: Workload, rate_rps: float, requests: int, 
         arrivals.append(t)
     sim = _Sim(engine, workload, collect=False)
     nxt = 0
-    while len(sim.done) < requests:
-        while nxt < requests and arrivals[nxt] <= sim.time:
-            sim.waiting.append(sim.new_request(nxt, arrivals[nxt]))
-            nxt += 1
-        if not (sim.n_dec or sim.prefilling or sim.waiting):
-            sim.time = arrivals[nxt]  # idle until the next arrival
-            continue
-        sim.step(arrivals[nxt] if nxt < requests else math.inf)
+    with _without_cycle_collection():
+        while len(sim.done) < requests:
+            while nxt < requests and arrivals[nxt] <= sim.time:
+                sim.waiting.append(sim.new_request(nxt, arrivals[nxt]))
+                nxt += 1
+            if not (sim.n_dec or sim.prefilling or sim.waiting):
+                sim.time = arrivals[nxt]  # idle until the next arrival
+                continue
+            sim.step(arrivals[nxt] if nxt < requests else math.inf)
     return Outcome(requests=sim.done, preemptions=sim.preemptions, span_s=sim.time - arrivals[0], theta=engine.theta)

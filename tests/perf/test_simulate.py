@@ -112,3 +112,24 @@ def test_a_cache_too_small_for_one_speculating_request_is_refused_not_looped() -
     e = replace(engine(capacity=3), accepted_per_step=2.3, computed_per_step=4.0)
     with pytest.raises(PerfError, match="does not fit the KV cache"):
         closed_loop(e, Workload(1, 2), 1, 1)  # 1 + 2.3 tokens after its one decode step
+
+
+def test_a_loop_runs_without_collection_pauses_and_leaves_the_collector_on() -> None:
+    """Thousands of requests used to start collections mid-loop (the slow tail of bench/estimate_speed.py)."""
+    import gc
+
+    started: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    closed, poissonian = engine(max_seqs=256), engine()
+    gc.callbacks.append(count)
+    try:
+        closed_loop(closed, Workload(200, 20), 256, 2000)
+        poisson(poissonian, Workload(200, 20), 50.0, 500, seed=1)
+    finally:
+        gc.callbacks.remove(count)
+    assert len(started) <= 2  # at most the one each loop's leftovers start once the collector is back on
+    assert gc.isenabled()
