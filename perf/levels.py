@@ -8,7 +8,7 @@ import numpy.typing as npt
 
 from perf.hardware import model_facts
 from perf.inputs import Slo
-from perf.readout import NEUTRAL_READOUT
+from perf.readout import NEUTRAL_READOUT, reported_ttft_s
 from perf.replay import replayed_closed_loop
 from perf.result import LevelEstimate, Percentiles
 from perf.simulate import Engine, Workload, poisson
@@ -54,11 +54,17 @@ def summarise(
     simulated times and TTFT shifts E2E by its readout. A level is never a burst (that term reads sources only).
     """
     arrival, first, finish = times
-    first_wave, later, request_s, per_1k_s, _burst, per_in_flight_s = readout
     in_flight = concurrency if concurrency else len(arrival) / max(span_s, 1e-9) * float(np.mean(finish - arrival))
-    prompt_s = (workload.input_tokens - workload.cached_tokens) / 1000.0 * per_1k_s
-    factor = np.where(arrival == 0.0, first_wave, later)
-    ttft = ((first - arrival) * factor + request_s + prompt_s + in_flight * per_in_flight_s) * 1000
+    waited = first - arrival
+    first_wave = arrival == 0.0
+    ttft_s = reported_ttft_s(
+        readout,
+        np.where(first_wave, waited, 0.0),
+        np.where(first_wave, 0.0, waited),
+        workload.input_tokens - workload.cached_tokens,
+        in_flight=in_flight,
+    )
+    ttft = np.asarray(ttft_s, dtype=np.float64) * 1000
     e2e = ttft + (finish - first) * 1000
     per_token = max(workload.output_tokens - 1, 1)
     span = max(span_s, 1e-9)

@@ -1,5 +1,13 @@
 """The TTFT readout: a reported TTFT read out of the simulated time to the first token, term by term."""
 
+from collections.abc import Sequence
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+Num = TypeVar("Num", float, npt.NDArray[np.float64])  # one request's seconds, or a numpy column over many requests
+
 TTFT_TERMS = (
     "simulated_first_wave",
     "simulated_later",
@@ -21,7 +29,22 @@ NEUTRAL_READOUT = (1.0, 1.0, 0.0, 0.0, 0.0, 0.0)
 
 
 def ttft_terms(
-    first_wave_s: float, later_s: float, input_tokens: float, *, in_flight: float, burst_s: float = 0.0
-) -> tuple[float, ...]:
-    """The readout's inputs, in the order of TTFT_TERMS."""
+    first_wave_s: Num, later_s: Num, input_tokens: float, *, in_flight: float, burst_s: float = 0.0
+) -> tuple[Num | float, ...]:
+    """The readout's inputs, in the order of TTFT_TERMS (floats for one request, or numpy columns for many)."""
     return first_wave_s, later_s, 1.0, input_tokens / 1000.0, burst_s, in_flight
+
+
+def reported_ttft_s(
+    readout: Sequence[float], first_wave_s: Num, later_s: Num, input_tokens: float, *, in_flight: float
+) -> Num:
+    """The TTFT a benchmark would report (seconds), read out of simulated first-wave and later-request times.
+
+    An estimate's load is never a burst, so that term reads nothing here (it is fitted on sources' bursts only).
+    """
+    total = first_wave_s * 0.0
+    for coefficient, term in zip(
+        readout, ttft_terms(first_wave_s, later_s, input_tokens, in_flight=in_flight), strict=True
+    ):
+        total = total + coefficient * term
+    return total
