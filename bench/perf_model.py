@@ -486,7 +486,9 @@ publishers give throughput per node of 8 GPUs, so that is what is compared.
   token (38.8%); the cost per prompt token scaled by the prompt's GEMM time at the GPU's peak (40.1%); the pooled
   constant for every family with fewer than 7, 9 or 25 idle points (37.1%, 38.5%, 40.5%); one readout per engine
   and dense/MoE, falling back to the engine's with fewer than 50 TTFTs (38.2%: SGLang's MoE error 83% -> 64%, but
-  its dense and TensorRT-LLM's dense rose). What is left is mostly per source: held out, one source's median
+  its dense and TensorRT-LLM's dense rose); a readout factor for AMD GPUs (with the three AMD closed-loop sources
+  of TTFT: 36.2% -> 36.0%; held out, each of vLLM's two AMD sources is read by the other's factor and lands 2.6x
+  under or 3-4x over; SGLang's one source gets none). What is left is mostly per source: held out, one source's median
   measured / estimated TTFT runs from 0.30 (TensorRT-LLM 1.2.0rc2.post2, gpt-oss-120b on B200) to 2.4 (SGLang
   0.5.1.post1, Qwen3-32B on H100) among aiconfigurator's larger sources, on the same GPUs and lengths as others
   within 20%. A scale for SGLang's MoE points alone, chosen knowing their errors, would bring the overall median to
