@@ -60,6 +60,16 @@ def wait_idle(page: Page) -> None:
     expect(app).to_have_attribute("data-test-script-state", "notRunning")
 
 
+def wait_uploaded(scope: Page | Locator, name: str) -> None:
+    """Wait until a file chosen in an uploader has reached the server: its chip names it and shows no spinner.
+
+    The name shows as soon as the file is chosen; a click on the form's submit before the upload is over can send
+    the form without it.
+    """
+    expect(scope.get_by_test_id("stFileChipName").filter(has_text=name).first).to_be_visible()
+    expect(scope.get_by_test_id("stFileChipIconSpinner")).to_have_count(0)
+
+
 def open_page(page: Page, url: str, ready_text: str) -> None:
     """Open a URL and wait until the page has drawn ready_text and its run is over."""
     page.goto(url)

@@ -22,6 +22,7 @@ from tests.e2e.helpers import (
     type_into,
     wait_for_query,
     wait_probe_done,
+    wait_uploaded,
 )
 
 pytestmark = pytest.mark.e2e
@@ -57,7 +58,7 @@ def test_a_trace_uploaded_on_the_page_is_replayed_and_its_run_is_kept(
     # The trace's own fields: upload the file (no built-in trace picked), then the speed.
     uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text=UPLOADER)
     uploader.locator('input[type="file"]').set_input_files(str(mooncake(tmp_path / "small-trace.jsonl")))
-    expect(uploader.get_by_text("small-trace.jsonl")).to_be_visible()
+    wait_uploaded(uploader, "small-trace.jsonl")
     type_into(number_field(page, "Trace speed"), SPEED)
     wait_for_query(page, {"trace_speed": str(SPEED)})
     page.get_by_role("button", name="Start probe").click()

@@ -8,7 +8,7 @@ from playwright.sync_api import Browser, expect
 
 from db import init_db, make_engine
 from db.run_queries import list_runs
-from tests.e2e.helpers import fresh_tab, open_page, wait_idle, wait_until
+from tests.e2e.helpers import fresh_tab, open_expander, open_page, wait_idle, wait_until, wait_uploaded
 from tests.support import ROOT, running_app
 
 pytestmark = pytest.mark.e2e
@@ -22,11 +22,13 @@ def test_an_uploaded_vllm_result_becomes_a_listed_run_once(browser: Browser, tmp
     init_db(engine)
     with running_app(url) as app, fresh_tab(browser, "runs-import") as tab:
         open_page(tab, f"{app}/runs", "Probe runs")
-        tab.get_by_text("Import result files of other tools").click()
         for attempt in ("stored", "again"):
-            tab.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(VLLM_FILE)
-            expect(tab.get_by_text(VLLM_FILE.name).first).to_be_visible()
-            tab.get_by_role("button", name="Import").click()
+            box = open_expander(tab, "Import result files of other tools")  # a click while it opens can be lost
+            box.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(VLLM_FILE)
+            wait_uploaded(box, VLLM_FILE.name)
+            submit = box.get_by_role("button", name="Import", exact=True)
+            expect(submit).to_be_enabled()
+            submit.click()
             if attempt == "stored":
                 section = tab.get_by_test_id("stExpanderDetails").filter(has_text="Result files")
                 stored = section.get_by_test_id("stAlert").filter(has_text="Stored run")
