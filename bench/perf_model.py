@@ -484,18 +484,18 @@ publishers give throughput per node of 8 GPUs, so that is what is compared.
   only, as if every published closed loop ran many requests per level: TTFT median error 39.0% -> 49.6%. Reverted.
 - More readout variants on the same held-out predictions (2026-12-06, from 36.1%), none kept: no cost per prompt
   token (38.8%); the cost per prompt token scaled by the prompt's GEMM time at the GPU's peak (40.1%); the pooled
-  constant for every family with fewer than 7, 9 or 25 idle points (37.1%, 38.5%, 40.5%); one readout per engine
-  and dense/MoE, falling back to the engine's with fewer than 50 TTFTs (38.2%: SGLang's MoE error 83% -> 64%, but
-  its dense and TensorRT-LLM's dense rose); a readout factor for AMD GPUs (with the three AMD closed-loop sources
-  of TTFT: 36.2% -> 36.0%; held out, each of vLLM's two AMD sources is read by the other's factor and lands 2.6x
-  under or 3-4x over; SGLang's one source gets none); the cost per prompt token held at the pooled value, like the
+  constant for every family with fewer than 7, 9 or 25 idle points (37.1%, 38.5%, 40.5%); one readout per engine and
+  dense/MoE, falling back to the engine's with fewer than 50 TTFTs (38.2%: SGLang's MoE error 83% -> 64%, but its
+  dense and TensorRT-LLM's dense rose); a readout factor for AMD GPUs (with the three AMD closed-loop sources of
+  TTFT: 36.2% -> 36.0%; held out, each of vLLM's two AMD sources is read by the other's factor and lands 2.6x under
+  or 3-4x over; SGLang's one source gets none); the cost per prompt token held at the pooled value, like the
   constant, for a family without idle points (37.7%, SGLang's 71% -> 74%), although SGLang's own (about 0.11 s per
   1,000 prompt tokens, fitted on busy points only) reads about 0.95 s for one 8,000-token request to a 7B model on
-  an H100, likely 2-4x too long: no public SGLang TTFT at one user checks it. What is left is mostly per source: held out, one source's median
-  measured / estimated TTFT runs from 0.30 (TensorRT-LLM 1.2.0rc2.post2, gpt-oss-120b on B200) to 2.4 (SGLang
-  0.5.1.post1, Qwen3-32B on H100) among aiconfigurator's larger sources, on the same GPUs and lengths as others
-  within 20%. A scale for SGLang's MoE points alone, chosen knowing their errors, would bring the overall median to
-  34.9%; without a reason that holds out of the fit set, that is not a model.
+  an H100, likely 2-4x too long: no public SGLang TTFT at one user checks it. What is left is mostly per source:
+  held out, one source's median measured / estimated TTFT runs from 0.30 (TensorRT-LLM 1.2.0rc2.post2, gpt-oss-120b
+  on B200) to 2.4 (SGLang 0.5.1.post1, Qwen3-32B on H100) among aiconfigurator's larger sources, on the same GPUs
+  and lengths as others within 20%. A scale for SGLang's MoE points alone, chosen knowing their errors, would bring
+  the overall median to 34.9%; without a reason that holds out of the fit set, that is not a model.
 - Bands chosen at the most specific key with at least 5 sources, sources weighing sqrt(points) (before): SGLang
   tok/s coverage 73.7%, TensorRT-LLM tok/s 86.1% and TPOT 85.3%, AMD tok/s 70.4%. Shrunk towards the parent key
   by n / (n + 5) with sources weighing n^0.75 (kept): all four met; SGLang TPOT 75.6% -> 73.7% and MoE TTFT
