@@ -1,5 +1,6 @@
 """The batching simulation against cases worked out by hand."""
 
+import gc
 import math
 
 import pytest
@@ -116,8 +117,6 @@ def test_a_cache_too_small_for_one_speculating_request_is_refused_not_looped() -
 
 def test_a_loop_runs_without_collection_pauses_and_leaves_the_collector_on() -> None:
     """Thousands of requests used to start collections mid-loop (the slow tail of bench/estimate_speed.py)."""
-    import gc
-
     started: list[int] = []
 
     def count(phase: str, info: dict[str, int]) -> None:
