@@ -134,10 +134,20 @@ def load_gpus() -> tuple[Gpu, ...]:
     return load_table(GPU_CSV, Gpu)
 
 
+@cache
+def _gpus_by_id() -> dict[str, Gpu]:
+    return {g.id: g for g in load_gpus()}
+
+
+@cache
+def _gpu_names() -> dict[str, tuple[str, ...]]:
+    return {g.id: (g.id, g.name, *g.aliases) for g in load_gpus()}
+
+
 def find_gpu(name: str) -> Gpu:
     """Look a GPU up by id, name or alias, forgivingly ('A800', 'a800-40gb', 'NVIDIA A800 40GB')."""
-    gpus = {g.id: g for g in load_gpus()}
-    found, candidates = match_names(name, {g.id: (g.id, g.name, *g.aliases) for g in gpus.values()}, kind="GPU")
+    gpus = _gpus_by_id()
+    found, candidates = match_names(name, _gpu_names(), kind="GPU")
     if found is None:
         raise GpuLookupError(name, candidates, list(gpus))
     return gpus[found]

@@ -54,8 +54,31 @@ def _score(wanted: str, names: Sequence[str]) -> float:
     return max((difflib.SequenceMatcher(None, wanted, n).ratio() for n in names if n), default=0.0)
 
 
+@dataclass(frozen=True)
+class _Index:
+    """A catalog's names once normalised, and which entries hold each normalised name (catalog order)."""
+
+    names: dict[str, tuple[str, ...]]
+    holders: dict[str, tuple[str, ...]]
+
+
+@lru_cache(maxsize=64)  # one per catalog (GPUs, models, engines, quantizations) and per test table
+def _indexed(items: tuple[tuple[str, tuple[str, ...]], ...]) -> _Index:
+    names = {key: tuple(n for n in (normalize(a) for a in aliases) if n) for key, aliases in items}
+    holders: dict[str, list[str]] = {}
+    for key, normalised in names.items():
+        for n in dict.fromkeys(normalised):
+            holders.setdefault(n, []).append(key)
+    return _Index(names=names, holders={n: tuple(keys) for n, keys in holders.items()})
+
+
+def _index(keys: Mapping[str, Sequence[str]]) -> _Index:
+    """The index of these names, built once per distinct catalog (a ranking looks names up 30,000 times)."""
+    return _indexed(tuple((key, tuple(aliases)) for key, aliases in keys.items()))
+
+
 def _normalised(keys: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
-    return {key: tuple(n for n in (normalize(a) for a in aliases) if n) for key, aliases in keys.items()}
+    return _index(keys).names
 
 
 def _best_first(wanted: str, hits: list[str], names: Mapping[str, Sequence[str]]) -> list[str]:
@@ -129,14 +152,18 @@ def match_names(query: str, keys: Mapping[str, Sequence[str]], *, kind: str = ""
     wanted = normalize(query)
     if not wanted:
         return None, []
-    names = _normalised(keys)
-    tests: tuple[Callable[[str], bool], ...] = (
-        lambda n: n == wanted,
+    index = _index(keys)
+    names = index.names
+    tests: tuple[Callable[[str], bool] | None, ...] = (
+        None,  # the name itself: looked up in the index
         lambda n: _is_part(wanted, n, prefix=True),
         lambda n: _is_part(wanted, n, prefix=False),
     )
     for exact, test in zip((True, False, False), tests, strict=True):
-        hits = [key for key, aliases in names.items() if any(test(n) for n in aliases)]
+        if test is None:
+            hits = list(index.holders.get(wanted, ()))
+        else:
+            hits = [key for key, aliases in names.items() if any(test(n) for n in aliases)]
         if len(hits) == 1:
             if not exact:
                 shown = keys[hits[0]]

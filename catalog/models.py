@@ -187,12 +187,20 @@ def load_models() -> tuple[ModelSpec, ...]:
     return load_table(MODELS_CSV, ModelSpec)
 
 
+@cache
+def _models_by_id() -> dict[str, ModelSpec]:
+    return {m.id: m for m in load_models()}
+
+
+@cache
+def _model_names() -> dict[str, tuple[str, ...]]:
+    return {m.id: (m.id, m.name, m.hf_repo, *m.aliases) for m in load_models()}
+
+
 def find_model(name: str) -> ModelSpec:
     """Look a preset up by id, name, HF repo or alias, forgivingly ('qwen2.5-7b', 'Qwen/Qwen2.5-7B-Instruct')."""
-    models = {m.id: m for m in load_models()}
-    found, candidates = match_names(
-        name, {m.id: (m.id, m.name, m.hf_repo, *m.aliases) for m in models.values()}, kind="model"
-    )
+    models = _models_by_id()
+    found, candidates = match_names(name, _model_names(), kind="model")
     if found is None:
         raise UnknownModelError(name, candidates, [*models, CUSTOM_MODEL])
     return models[found]

@@ -33,14 +33,18 @@ def _matching_published(
     gpu: Gpu, model: ModelSpec, engine: str, quant: str, gpus: int, version: str | None = None
 ) -> list[Point]:
     """Published closed-loop points of this very configuration (and engine release, when given)."""
-    return [
-        p
-        for p in published_points()
-        if (p.gpu, p.model, p.engine, p.quant, p.shape.gpus) == (gpu.id, model.id, engine, quant, gpus)
-        and p.concurrency
-        and p.load == "closed-loop"
-        and (version is None or p.release == version)
-    ]
+    found = _published_closed_loops().get((gpu.id, model.id, engine, quant, gpus), ())
+    return [p for p in found if version is None or p.release == version]
+
+
+@lru_cache(maxsize=1)
+def _published_closed_loops() -> dict[tuple[str, str, str, str, int], tuple[Point, ...]]:
+    """The published closed-loop points by configuration (GPU, model, engine, quantization, GPUs), file order."""
+    out: dict[tuple[str, str, str, str, int], list[Point]] = {}
+    for p in published_points():
+        if p.concurrency and p.load == "closed-loop":
+            out.setdefault((p.gpu, p.model, p.engine, p.quant, p.shape.gpus), []).append(p)
+    return {key: tuple(points) for key, points in out.items()}
 
 
 def _published_calibration(points: Sequence[Point]) -> Calibration | None:

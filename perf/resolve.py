@@ -13,7 +13,8 @@ from perf.inputs import PerfRequest
 from perf.replica import kv_capacity_tokens, replica_engine
 from perf.result import Wording
 from perf.simulate import Engine, Workload
-from selector import Advice, AdviceRequest, SelectorError, advise
+from selector import Advice, AdviceRequest, SelectorError
+from selector.advisor import advise_remembered
 from selector.custom import custom_model
 from selector.memory import split_objections
 from selector.rules import load_rules
@@ -115,7 +116,7 @@ def _advice(request: PerfRequest, concurrency: int) -> Advice:
             raise PerfError(f"model: {exc}") from exc
         advice_request = AdviceRequest(model=model.id, **asked)
     try:
-        advice = advise(advice_request)
+        advice = advise_remembered(advice_request)
     except (SelectorError, ValueError) as exc:
         raise PerfError(str(exc)) from exc
     model = advice.model

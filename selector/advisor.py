@@ -5,6 +5,7 @@ weight format (quant_choice), the serving features (serving), the layout (layout
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from catalog.engines import ServingEngine, gpu_platform
 from catalog.kvcache import eight_bit_kv
@@ -170,3 +171,20 @@ def advise(request: AdviceRequest, language: Language = DEFAULT_LANGUAGE) -> Adv
     launch, runner_launch = _launches(ctx, choices)
     _notes(ctx, choices, launch, runner_launch)
     return _advice(ctx, choices, launch, runner_launch)
+
+
+def advise_remembered(request: AdviceRequest, language: Language = DEFAULT_LANGUAGE) -> Advice:
+    """advise(), remembered per request (its advice is frozen; it reads nothing but its request and the catalog).
+
+    A ranking asks the same request twice per option: the option's check, then perf's layout.
+    """
+    try:
+        hash(request)
+    except TypeError:  # a field that cannot be a key (none today): asked afresh
+        return advise(request, language)
+    return _remembered(request, language)
+
+
+@lru_cache(maxsize=8192)
+def _remembered(request: AdviceRequest, language: Language) -> Advice:
+    return advise(request, language)

@@ -14,7 +14,8 @@ from perf import Band, Basis, Calibration, NoEstimateError, PerfError, Slo, requ
 from perf.hardware import UNMODELLED_KINDS
 from perf.phases import PhaseSeconds
 from perf.result import Wording, bands_text
-from selector import AdviceRequest, SelectorError, advise, gate
+from selector import AdviceRequest, SelectorError, gate
+from selector.advisor import advise_remembered
 from selector.inputs import MIN_CONTEXT_TOKENS
 from tco.compare_inputs import ANY_MARKET, CompareInputs, LatencyAxis
 from tco.cost import capacity_of, fleet_of
@@ -186,7 +187,7 @@ def advised(candidate: Candidate, model: str, context: int) -> tuple[int, str]:
     """
     try:
         # concurrency 1: as perf asks it for the SLO search, so the layout is the one perf estimates
-        advice = advise(_asked(candidate, model, context=max(context, MIN_CONTEXT_TOKENS), concurrency=1))
+        advice = advise_remembered(_asked(candidate, model, context=max(context, MIN_CONTEXT_TOKENS), concurrency=1))
     except SelectorError as exc:
         return 0, left_out(N_("the advisor refuses it ({error})"), error=type(exc).__name__)
     if advice.engine != candidate.engine:
