@@ -184,7 +184,10 @@ class StepCost:
             per_seq = np.divide(decode_ctx, decode_seqs, out=np.zeros_like(decode_ctx), where=decode_seqs > 0)
             capped = np.where(decode_seqs > 0, decode_seqs * np.minimum(per_seq, self.window), decode_ctx)
         terms = self._terms(steps, capped=capped, high=np.maximum, low=np.minimum)
-        return np.column_stack([np.broadcast_to(t, decode_seqs.shape) for t in terms])
+        out = np.empty((len(decode_seqs), len(terms)))
+        for i, term in enumerate(terms):
+            out[:, i] = term  # a constant term fills its column
+        return out
 
     def _terms(
         self,

@@ -64,7 +64,7 @@ def _usable(stored: _Stored, capacity: int) -> bool:
 
 
 def _record(engine: Engine, workload: Workload, concurrency: int, requests: int) -> _Stored:
-    outcome, trace = traced_closed_loop(engine, workload, concurrency, requests)
+    outcome, trace = traced_closed_loop(engine, workload, concurrency, requests, clock=False)
     reqs = outcome.requests
     return _Stored(
         trace=trace,

@@ -74,6 +74,9 @@ class Request:
     arrival_step: int = 0  # steps (or jumps) run before it arrived, reached its first token, finished
     first_step: int = 0
     finish_step: int = 0
+    join_order: int = 0  # while decoding: its current join (1, 2, ...; 0 when not decoding), step and context then
+    join_step: int = 0
+    join_ctx: float = 0.0
 
 
 @dataclass
@@ -116,8 +119,8 @@ def _decode_steps(workload: Workload, accepted: float) -> int:
 
 
 class _Sim:
-    def __init__(self, engine: Engine, workload: Workload, collect: bool) -> None:
-        self.e, self.w, self.collect = engine, workload, collect
+    def __init__(self, engine: Engine, workload: Workload, collect: bool, clock: bool = True) -> None:
+        self.e, self.w, self.collect, self.clock = engine, workload, collect, clock or collect
         self.theta = np.asarray(engine.theta, dtype=np.float64)
         self.theta_values = tuple(engine.theta)
         self.time = 0.0
@@ -126,9 +129,9 @@ class _Sim:
         self.prefilling: list[Request] = []
         self.heap: list[tuple[int, int, Request]] = []  # (finish step, join order, request)
         self.joined: list[tuple[int, Request]] = []  # decoders in join order (for preemption), stale ones skipped
-        self.join_order: dict[int, int] = {}  # the current join of each decoding request
-        self.join_step: dict[int, int] = {}
-        self.join_ctx: dict[int, float] = {}
+        self.context = float(workload.input_tokens)  # every request starts alike
+        self.to_prefill = float(workload.input_tokens - workload.cached_tokens)
+        self.decode_steps = _decode_steps(workload, engine.accepted_per_step)
         self.step_no = 0
         self.n_dec = 0
         self.ctx_dec = 0.0
@@ -142,10 +145,11 @@ class _Sim:
 
     # -- the clock ---------------------------------------------------------------------------------------------
     def _advance(self, inputs: StepInputs, steps: int = 1) -> None:
-        feats = self.e.cost.features(inputs)
-        self.time += steps * sum(t * f for t, f in zip(self.theta_values, feats, strict=True))
-        if self.collect:
-            self.phi += steps * np.asarray(feats, dtype=np.float64)
+        if self.clock:
+            feats = self.e.cost.features(inputs)
+            self.time += steps * sum(t * f for t, f in zip(self.theta_values, feats, strict=True))
+            if self.collect:
+                self.phi += steps * np.asarray(feats, dtype=np.float64)
         self.trace.append(inputs)
         self.repeats.append(float(steps))
 
@@ -154,30 +158,26 @@ class _Sim:
         if tokens > self.need:
             self.need = tokens
 
-    def _mark(self) -> Vector | None:
-        return self.phi.copy() if self.collect else None
-
     # -- requests ----------------------------------------------------------------------------------------------
     def new_request(self, index: int, arrival: float) -> Request:
-        w = self.w
         return Request(
-            index=index,
-            arrival=arrival,
-            context=float(w.input_tokens),
-            to_prefill=float(w.input_tokens - w.cached_tokens),
-            decode_steps=_decode_steps(w, self.e.accepted_per_step),
-            phi_arrival=self._mark(),
+            index,
+            arrival,
+            self.context,
+            self.to_prefill,
+            self.decode_steps,
+            phi_arrival=self.phi.copy() if self.collect else None,
             arrival_step=len(self.trace),
         )
 
     def _ctx_of(self, r: Request) -> float:
-        return self.join_ctx[r.index] + self.e.accepted_per_step * (self.step_no - self.join_step[r.index])
+        return r.join_ctx + self.e.accepted_per_step * (self.step_no - r.join_step)
 
     def _join(self, r: Request) -> None:
         self.order += 1
-        self.join_order[r.index] = self.order
-        self.join_step[r.index] = self.step_no
-        self.join_ctx[r.index] = r.context
+        r.join_order = self.order
+        r.join_step = self.step_no
+        r.join_ctx = r.context
         heapq.heappush(self.heap, (self.step_no + r.decode_steps, self.order, r))
         self.joined.append((self.order, r))
         self.n_dec += 1
@@ -185,18 +185,19 @@ class _Sim:
 
     def _finish(self, r: Request) -> None:
         r.finish = self.time
-        r.phi_finish = self._mark()
+        r.phi_finish = self.phi.copy() if self.collect else None
         r.finish_step = len(self.trace)
         self.done.append(r)
 
     def _pop_finished(self) -> list[Request]:
         out = []
-        while self.heap and self.heap[0][0] <= self.step_no:
-            _, order, r = heapq.heappop(self.heap)
-            if self.join_order.get(r.index) != order:
+        heap, step_no = self.heap, self.step_no
+        while heap and heap[0][0] <= step_no:
+            _, order, r = heapq.heappop(heap)
+            if r.join_order != order:
                 continue
             ctx = self._ctx_of(r)
-            del self.join_order[r.index]
+            r.join_order = 0
             self.n_dec -= 1
             self.ctx_dec -= ctx
             self.used -= ctx
@@ -212,11 +213,11 @@ class _Sim:
         self._needs(self.used + growth * self.n_dec)
         while self.n_dec and self.used + growth * self.n_dec > self.e.kv_capacity_tokens:
             order, r = self.joined.pop()
-            if self.join_order.get(r.index) != order:
+            if r.join_order != order:
                 continue
             ctx = self._ctx_of(r)
-            steps_run = self.step_no - self.join_step[r.index]
-            del self.join_order[r.index]
+            steps_run = self.step_no - r.join_step
+            r.join_order = 0
             self.n_dec -= 1
             self.ctx_dec -= ctx
             self.used -= ctx
@@ -295,9 +296,9 @@ class _Sim:
                 continue
             self.prefilling.remove(r)
             r.to_prefill = r.prefilled = 0.0
-            if math.isnan(r.first):
+            if r.first != r.first:  # NaN: its first token comes now (not after a preemption's recompute)
                 r.first = self.time
-                r.phi_first = self._mark()
+                r.phi_first = self.phi.copy() if self.collect else None
                 r.first_step = len(self.trace)
             if r.decode_steps <= 0:
                 self.used -= r.context
@@ -383,11 +384,15 @@ def closed_loop(
 
 
 def traced_closed_loop(
-    engine: Engine, workload: Workload, concurrency: int, requests: int, *, collect: bool = False
+    engine: Engine, workload: Workload, concurrency: int, requests: int, *, collect: bool = False, clock: bool = True
 ) -> tuple[Outcome, Trace]:
-    """closed_loop, and the trace of its schedule for replaying it at another step cost."""
+    """closed_loop, and the trace of its schedule for replaying it at another step cost.
+
+    Without `clock` no step is timed (a closed loop's schedule never reads the clock): every time in the outcome is
+    0 and only its steps, the trace and the preemptions mean anything, which is all a replay needs.
+    """
     _check(engine, workload)
-    sim = _Sim(engine, workload, collect)
+    sim = _Sim(engine, workload, collect, clock)
     with _without_cycle_collection():
         issued = 0
         for _ in range(min(concurrency, requests)):
