@@ -17,10 +17,11 @@ from pydantic import ValidationError
 
 from catalog.matching import forgiven_matches, forgiven_notes
 from perf.disagg import estimate_topology
-from perf.errors import PerfError
+from perf.errors import NoEstimateError, PerfError
 from perf.estimate import estimate
 from perf.flags import CliError, add_flags, flag_of, request_fields
 from perf.inputs import PerfRequest
+from perf.npu_measurements import measured_lines
 from perf.result import Calibration, Estimate, MeasuredLevel
 from perf.topology import TOPOLOGY_FLAGS, TopologyOptions, add_topology_flags, render_topology
 
@@ -170,6 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         for error in exc.errors(include_url=False):
             print(f"error: {_message(error)}", file=sys.stderr)
+        return EXIT_NO_ESTIMATE
+    except NoEstimateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        for line in measured_lines(request.gpu, request.model):  # an NPU: what was measured there, as published
+            print(line, file=sys.stderr)
         return EXIT_NO_ESTIMATE
     except (PerfError, CliError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -11,7 +11,7 @@ from catalog import Gpu
 from perf.errors import NoEstimateError
 
 MODEL_TOML = Path(__file__).parent / "data" / "model.toml"
-UNMODELLED_KINDS = ("npu",)  # GPU kinds no published measurement of perf/data/published_points.csv ran on
+UNMODELLED_KINDS = ("npu",)  # GPU kinds the step model is fitted on none of (npu_measurements.csv lists, not fits)
 
 ComputeDtype = Literal["fp4", "fp8", "int8", "half"]
 
@@ -73,7 +73,8 @@ def rates(gpu: Gpu, quant: str) -> Rates:
     """The figures a step of `quant` weights sees on `gpu` (raises NoEstimateError without a tensor rate or model)."""
     if not modelled(gpu):
         raise NoEstimateError(
-            f"gpu: no estimate for {gpu.name}: the step-time model has no measurements on {gpu.vendor} NPUs"
+            f"gpu: no estimate for {gpu.name}: the step-time model was fitted on no {gpu.vendor} NPU (the few "
+            "measurements published on one are listed as published, never fitted)"
         )
     half = gpu.half_precision_tflops
     if not half:

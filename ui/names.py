@@ -78,6 +78,7 @@ def unmodelled_gpu_note(gpu_name: str, tr: Translate) -> str:
     """Why a part the step-time model cannot speak for (a Huawei Ascend NPU) gets no estimate, and what to do."""
     return tr(
         "No estimate on {gpu}: the step-time model was fitted on published NVIDIA and AMD measurements only, "
-        "and none ran on Huawei Ascend NPUs, so the page shows no figure rather than one nothing supports. "
-        "Measure it with /probe against your endpoint."
+        "none on Huawei Ascend NPUs, so the page estimates no figure rather than one nothing supports. The few "
+        "measurements published on this NPU, if any, are listed as published. Measure yours with /probe against "
+        "your endpoint."
     ).format(gpu=gpu_name)

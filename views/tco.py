@@ -18,6 +18,7 @@ from ui.errors import guarded, show_errors
 from ui.first_paint import after_headline, stopped_at_headline
 from ui.lang import _, language
 from ui.names import unmodelled_gpu_note
+from ui.npu_measurements import npu_measurements
 from ui.params import aliases, validate_params
 from ui.resources import price_book
 from ui.scenarios import load_scenario_params, scenario_panel
@@ -243,6 +244,7 @@ def _estimate_inputs() -> None:
         st.caption(_("Pick a catalog GPU above to estimate its throughput."))
     elif gpu_id and not modelled(find_gpu(gpu_id)):
         st.caption(unmodelled_gpu_note(find_gpu(gpu_id).name, _))
+        npu_measurements(gpu_id, st.session_state.get(K("model")))
     elif gpu_id:
         st.caption(
             _(

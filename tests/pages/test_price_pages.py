@@ -55,6 +55,7 @@ def test_an_ascend_npu_asks_for_a_price_and_says_why_in_chinese() -> None:
     assert not at.exception
     assert any("国内云厂商的昇腾服务器按询价出租" in c for c in texts(at.caption))
     assert any("Ascend 910B 64GB 上没有估算" in c for c in texts(at.caption))  # no throughput figure offered
+    assert "**Ascend 910B 64GB 上公开发布的实测数据**" in texts(at.markdown)  # what was measured there, as published
     assert english_leftovers(at) == []
 
 

@@ -97,12 +97,12 @@ def test_the_advice_in_chinese_explains_the_ascend_choice_in_chinese() -> None:
 
 def test_perf_gives_no_estimate_on_an_npu_and_says_why(capsys: pytest.CaptureFixture[str]) -> None:
     advice = advise(AdviceRequest.model_validate({"gpu": "910B"}))
-    with pytest.raises(NoEstimateError, match="no measurements on Huawei NPUs"):
+    with pytest.raises(NoEstimateError, match="fitted on no Huawei NPU"):
         estimate(request_from_advice(advice.request, "vllm", "bf16"))
     missing = estimate_advice(advice)
     assert missing.point is None and missing.unmodelled_gpu == "Ascend 910B 64GB"
     assert perf_main(["--gpu", "910B", "--engine", "vllm", "--model", "qwen2.5-7b"]) == 2
-    assert "no measurements on Huawei NPUs" in capsys.readouterr().err
+    assert "fitted on no Huawei NPU" in capsys.readouterr().err
 
 
 def test_the_selector_page_on_a_910b_proposes_vllm_with_a_command_and_no_estimated_figure() -> None:
@@ -120,3 +120,28 @@ def test_the_selector_page_on_a_910c_reads_in_chinese() -> None:
     assert not at.exception and not at.error
     assert english_leftovers(at) == []
     assert any("Ascend 910C 128GB 上没有估算" in c for c in texts(at.caption))
+
+
+def test_the_selector_page_on_a_910c_lists_the_published_measurements_there_with_this_models_first() -> None:
+    at = open_page("selector", {"gpu": "910C", "gpus": "2", "model": "qwen3-32b"})
+    assert not at.exception and not at.error
+    assert not any("(estimate)" in m.label for m in at.metric), "still no estimated figure on an NPU"
+    assert "**Published measurements on Ascend 910C 128GB**" in texts(at.markdown)
+    assert any(c.startswith("Measurements, not estimates: 17 operating points") for c in texts(at.caption))
+    table = next(d.value for d in at.dataframe if "Output tok/s per NPU" in d.value.columns)
+    first = table.iloc[0]
+    assert first["Model"] == "Qwen3-32B" and first["Speculative decoding"].startswith("EAGLE3")
+    two_npus = table[(table["Model"] == "Qwen3-32B") & (table["NPUs"] == 2)]
+    assert sorted(two_npus["Output tok/s"]) == [1416, 1972]  # the two published 2-NPU runs, as published
+    assert any(
+        c.startswith("Source: sgl-project/sglang docs/platforms/ascend_npu_best_practice.md") for c in texts(at.caption)
+    )
+
+
+def test_the_published_measurements_read_in_chinese() -> None:
+    at = open_page("selector", {"lang": "zh", "gpu": "910C", "gpus": "2", "model": "qwen3-32b"})
+    assert not at.exception and not at.error
+    assert english_leftovers(at) == []
+    assert "**Ascend 910C 128GB 上公开发布的实测数据**" in texts(at.markdown)
+    table = next(d.value for d in at.dataframe if "每张 NPU 输出 tok/s" in d.value.columns)
+    assert "聚合部署" in set(table["部署方式"])

@@ -13,6 +13,7 @@ from tco.lever_basis import FULL_PRECISION_BITS, lever_link_params
 from tco.throughput import AdviceEstimate, OperatingPoint
 from ui.lang import _, lang_param
 from ui.names import estimate_label, quant_name, unmodelled_gpu_note
+from ui.npu_measurements import npu_measurements
 from ui.resources import price_book
 from ui.tco_links import tco_link_params
 
@@ -120,6 +121,8 @@ def estimates(advice: Advice, chosen: AdviceEstimate, runner_up: AdviceEstimate)
         _estimate_column(_("Recommended"), chosen)
     with right:
         _estimate_column(_("Runner-up"), runner_up)
+    if chosen.unmodelled_gpu:
+        npu_measurements(advice.gpu_id, advice.model_id)
 
 
 def price_link(advice: Advice, chosen: AdviceEstimate) -> None:
