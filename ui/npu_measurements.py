@@ -10,7 +10,7 @@ from ui.tables import without_gaps
 
 def _deployment(m: NpuMeasurement) -> str:
     if m.deployment == "disaggregated":
-        return _("disaggregated (prefill and decode on separate NPUs)")
+        return _("disaggregated")
     return _("aggregated")
 
 
@@ -20,7 +20,6 @@ def _row(m: NpuMeasurement) -> dict[str, object]:
         _("NPUs"): m.gpus,
         _("Deployment"): _deployment(m),
         _("Format"): m.quant_as_published,
-        _("Speculative decoding"): m.speculative,
         _("Tokens in / out"): f"{m.input_tokens:,} / {m.output_tokens:,}",
         _("Concurrency"): m.concurrency,
         _("TTFT mean (ms)"): round(m.ttft_mean_ms),
@@ -28,6 +27,7 @@ def _row(m: NpuMeasurement) -> dict[str, object]:
         _("TPOT mean (ms)"): m.tpot_mean_ms,
         _("Output tok/s"): round(m.output_tok_s),
         _("Output tok/s per NPU"): round(m.output_tok_s_per_gpu, 1),
+        _("Speculative decoding"): m.speculative,  # last: the longest cell, and a setting rather than a figure
     }
 
 
@@ -42,8 +42,9 @@ def npu_measurements(gpu_id: str, model_id: str | None = None) -> None:
     st.caption(
         _(
             "Measurements, not estimates: {count} operating points published for {engines} on {servers} ({own} of "
-            "this model). Each holds for the layout, format and speculative decoding it names (speculative decoding "
-            "shortens TPOT and raises throughput); no estimate is fitted to them."
+            "this model; disaggregated: prefill and decode on separate NPUs). Each holds for the layout, format and "
+            "speculative decoding it names (speculative decoding shortens TPOT and raises throughput); no estimate "
+            "is fitted to them."
         ).format(
             count=len(found),
             engines=", ".join(sorted({m.engine for m in found})),
