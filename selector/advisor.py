@@ -185,6 +185,6 @@ def advise_remembered(request: AdviceRequest, language: Language = DEFAULT_LANGU
     return _remembered(request, language)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=2048)  # one default /compare ranking asks 1,840; an advice holds about 45 KiB
 def _remembered(request: AdviceRequest, language: Language) -> Advice:
     return advise(request, language)
