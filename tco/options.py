@@ -12,6 +12,7 @@ from catalog.quantization import get_quant
 from i18n import N_, Translate, identity
 from perf import Band, Basis, Calibration, NoEstimateError, PerfError, Slo, request_from_advice
 from perf.hardware import UNMODELLED_KINDS
+from perf.npu_measurements import measured_on
 from perf.phases import PhaseSeconds
 from perf.result import Wording, bands_text
 from selector import AdviceRequest, SelectorError, gate
@@ -237,9 +238,15 @@ def estimated(
 def gpu_excluded(inputs: CompareInputs, gpu: Gpu, prices: PriceBook | None = None) -> str:
     """Why a GPU is not considered at all ('' when it is): its kind, the GPUs asked for, or no price in the tier."""
     if gpu.kind in SKIPPED_KINDS:
-        return left_out(
-            N_("GPU types of kind {kind} (no step-time model)"), kind=Wording(template=_KIND_WORDS[gpu.kind])
-        )
+        kind = Wording(template=_KIND_WORDS[gpu.kind])
+        if measured_on(gpu.id):  # what was measured there is on the advisor's page, as published
+            return left_out(
+                N_(
+                    "GPU types of kind {kind} (no step-time model; the engine advisor lists what was published on them)"
+                ),
+                kind=kind,
+            )
+        return left_out(N_("GPU types of kind {kind} (no step-time model)"), kind=kind)
     if inputs.market != ANY_MARKET and gpu.id not in market_gpus(inputs.market):  # type: ignore[arg-type]
         return left_out(N_("not in the market chosen ({market})"), market=Wording(template=MARKET_WORDS[inputs.market]))
     if inputs.gpu_names and gpu.id not in inputs.gpu_names:
