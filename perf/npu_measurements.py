@@ -55,11 +55,6 @@ class NpuMeasurement(BaseModel):
         """Output tokens per second per NPU of the deployment."""
         return self.output_tok_s / self.gpus
 
-    @property
-    def speculative_on(self) -> bool:
-        """Whether the run decoded speculatively (its TPOT and throughput then count accepted draft tokens)."""
-        return self.speculative != "none"
-
 
 @cache
 def load_npu_measurements() -> tuple[NpuMeasurement, ...]:
@@ -87,17 +82,17 @@ def measured_lines(gpu: str, model: str) -> list[str]:
     Empty for a GPU that is not an NPU with published measurements (or a name the catalog does not know).
     """
     try:
-        gpu_id, model_id = find_gpu(gpu).id, find_model(model).id
+        npu, spec = find_gpu(gpu), find_model(model)
     except ValueError:
         return []
-    found = measured_on(gpu_id, model_id)
+    model_id = spec.id
+    found = measured_on(npu.id, model_id)
     if not found:
         return []
     own = [m for m in found if m.model == model_id]
-    where = find_gpu(gpu_id).name
-    head = f"published measurements on {where} (measurements, not estimates; perf/data/npu_measurements.md):"
+    head = f"published measurements on {npu.name} (measurements, not estimates; perf/data/npu_measurements.md):"
     if not own:
-        return [head, f"  none of {find_model(model_id).name}; {len(found)} of other models"]
+        return [head, f"  none of {spec.name}; {len(found)} of other models"]
     return [head, *(f"  {_line(m)}" for m in own)]
 
 

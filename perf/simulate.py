@@ -60,7 +60,6 @@ class Workload:
 class Request:
     """One simulated request and its timeline (seconds, plus feature sums when fitting)."""
 
-    index: int
     arrival: float
     context: float  # tokens in the KV cache once prefilled (cached prefix included)
     to_prefill: float  # tokens still to compute before the next token can come out
@@ -120,7 +119,7 @@ def _decode_steps(workload: Workload, accepted: float) -> int:
 
 class _Sim:
     def __init__(self, engine: Engine, workload: Workload, collect: bool, clock: bool = True) -> None:
-        self.e, self.w, self.collect, self.clock = engine, workload, collect, clock or collect
+        self.e, self.collect, self.clock = engine, collect, clock or collect
         self.theta = np.asarray(engine.theta, dtype=np.float64)
         self.theta_values = tuple(engine.theta)
         self.time = 0.0
@@ -159,9 +158,8 @@ class _Sim:
             self.need = tokens
 
     # -- requests ----------------------------------------------------------------------------------------------
-    def new_request(self, index: int, arrival: float) -> Request:
+    def new_request(self, arrival: float) -> Request:
         return Request(
-            index,
             arrival,
             self.context,
             self.to_prefill,
@@ -396,7 +394,7 @@ def traced_closed_loop(
     with _without_cycle_collection():
         issued = 0
         for _ in range(min(concurrency, requests)):
-            sim.waiting.append(sim.new_request(issued, 0.0))
+            sim.waiting.append(sim.new_request(0.0))
             issued += 1
         while len(sim.done) < requests:
             finished = sim.step(math.inf)
@@ -404,7 +402,7 @@ def traced_closed_loop(
                 raise PerfError("the simulation stalled: nothing running and nothing waiting")  # pragma: no cover
             for _ in finished:
                 if issued < requests:
-                    sim.waiting.append(sim.new_request(issued, sim.time))
+                    sim.waiting.append(sim.new_request(sim.time))
                     issued += 1
     outcome = Outcome(requests=sim.done, preemptions=sim.preemptions, span_s=sim.time, theta=engine.theta)
     trace = Trace(steps=sim.trace, repeats=sim.repeats, need_tokens=sim.need, capacity_tokens=engine.kv_capacity_tokens)
@@ -424,7 +422,7 @@ def poisson(engine: Engine, workload: Workload, rate_rps: float, requests: int, 
     with _without_cycle_collection():
         while len(sim.done) < requests:
             while nxt < requests and arrivals[nxt] <= sim.time:
-                sim.waiting.append(sim.new_request(nxt, arrivals[nxt]))
+                sim.waiting.append(sim.new_request(arrivals[nxt]))
                 nxt += 1
             if not (sim.n_dec or sim.prefilling or sim.waiting):
                 sim.time = arrivals[nxt]  # idle until the next arrival

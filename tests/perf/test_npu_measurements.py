@@ -4,7 +4,7 @@ import pytest
 
 from catalog import find_gpu
 from perf.cli import main as perf_main
-from perf.npu_measurements import load_npu_measurements, measured_lines, measured_on
+from perf.npu_measurements import NpuMeasurement, load_npu_measurements, measured_lines, measured_on
 
 
 def test_every_row_is_a_catalog_npu_model_and_format_with_a_source_that_allows_a_copy() -> None:
@@ -17,11 +17,8 @@ def test_every_row_is_a_catalog_npu_model_and_format_with_a_source_that_allows_a
 
 
 @pytest.mark.parametrize("row", load_npu_measurements(), ids=lambda m: m.id)
-def test_each_rows_figures_agree_with_each_other(row: object) -> None:
+def test_each_rows_figures_agree_with_each_other(row: NpuMeasurement) -> None:
     """Throughput is completed requests x output tokens (a swapped or shifted line of a result block fails here)."""
-    from perf.npu_measurements import NpuMeasurement
-
-    assert isinstance(row, NpuMeasurement)
     from_requests = row.req_s * row.output_tokens
     assert abs(from_requests - row.output_tok_s) <= 0.005 * row.output_tokens + 0.02 * row.output_tok_s
     assert row.ttft_p50_ms <= row.ttft_p99_ms and row.ttft_mean_ms <= row.ttft_p99_ms
