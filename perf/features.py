@@ -145,22 +145,34 @@ class StepCost:
         self.mem_s = 1.0 / r.mem_bytes_s
         self.gemm_s = 1.0 / r.gemm_flop_s
         self.attn_s = 1.0 / r.attn_flop_s
-        link = r.link_bytes_s if t <= r.nvlink_domain else min(r.link_bytes_s or math.inf, inter_node_bytes_s())
+        self._communication(model, r, shape)
+        self.layers = float(model.layers)
+        self.routed_per_token = self.top_k * self.moe_layers / t if model.is_moe else 0.0
+        self.draft_share = draft_share  # a draft model's step as a share of the target's weight reads
+        self.rocm = 1.0 if gpu.vendor == "AMD" else 0.0
+
+    def _communication(self, model: ModelSpec, r: Rates, shape: ReplicaShape) -> None:
+        """Bytes a token sends between GPUs per step, the collectives a step runs, and the link's seconds a byte.
+
+        A collective spans every GPU for the experts' all-to-all (attention data parallelism), else one stage's
+        tensor-parallel group: pipeline stages pass activations point to point, a small share of the all-reduces.
+        """
+        t, pp = shape.gpus, shape.pipeline_parallel
+        adp = self.ranks > 1
+        group = t if adp else shape.tensor_parallel
+        link = r.link_bytes_s if group <= r.nvlink_domain else min(r.link_bytes_s or math.inf, inter_node_bytes_s())
         self.comm_s = 1.0 / link if link > 0 else 0.0
         hidden = model.hidden_size or model.attention_heads * model.head_dim
-        if t == 1:
+        if group == 1:
             self.comm_bytes_per_token, self.collectives = 0.0, 0.0
         elif adp:  # experts' all-to-all: dispatch and combine k copies of each token's hidden state
             self.comm_bytes_per_token = 2.0 * self.top_k * hidden * ACTIVATION_BYTES * (t - 1) / t
             self.collectives = 2.0 * self.moe_layers
-        else:  # two ring all-reduces per layer
-            self.comm_bytes_per_token = 2.0 * model.layers * hidden * ACTIVATION_BYTES * 2.0 * (t - 1) / t
+        else:  # two ring all-reduces per layer, each stage's over its own layers while the others run theirs
+            ring = 2.0 * (group - 1) / group
+            self.comm_bytes_per_token = 2.0 * model.layers * hidden * ACTIVATION_BYTES * ring / pp
             self.collectives = 2.0 * model.layers
-        self.layers = float(model.layers)
-        self.hops = self.collectives * math.log2(t) if t > 1 else 0.0
-        self.routed_per_token = self.top_k * self.moe_layers / t if model.is_moe else 0.0
-        self.draft_share = draft_share  # a draft model's step as a share of the target's weight reads
-        self.rocm = 1.0 if gpu.vendor == "AMD" else 0.0
+        self.hops = self.collectives * math.log2(group) if group > 1 else 0.0
 
     def distinct_experts(self, tokens: Num) -> Num:
         """Expected experts a step's `tokens` route to in one layer (uniform routing; 0 for no tokens)."""

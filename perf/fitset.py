@@ -2,6 +2,7 @@
 
 import math
 import os
+import re
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from catalog.models import load_models
+from catalog.models import ModelSpec, load_models
 from catalog.tables import read_rows
 from perf.features import ReplicaShape
 from perf.inputs import PerfRequest
@@ -17,6 +18,8 @@ from perf.inputs import PerfRequest
 DATA = Path(__file__).parent / "data"
 FITSET_TOML = DATA / "fitset.toml"
 LOCAL_POINTS_ENV = "PERF_LOCAL_POINTS"
+REPEATED = "the same measurement repeated in a second file of the source"
+UNKNOWN_RANKS = "a concurrency that is not the batch size times the attention-DP ranks (layout unknown)"
 
 
 class Point(BaseModel):
@@ -116,7 +119,7 @@ def _aiconfigurator() -> tuple[list[Point], dict[str, int]]:
     assert isinstance(systems, dict) and isinstance(backends, dict)
     assert isinstance(models, dict) and isinstance(quants, dict)
     points, left_out = [], dict[str, int]()
-    known = {m.id for m in load_models()}
+    known = {m.id: m for m in load_models()}
     for row in read_rows(DATA / str(cfg["file"])):
         reason = ""
         if row["mode"] != cfg["mode"]:
@@ -127,14 +130,11 @@ def _aiconfigurator() -> tuple[list[Point], dict[str, int]]:
             reason = f"model {models[row['model_path']]} not in the catalog"
         elif row["system"] not in systems:
             reason = f"system {row['system']} not in the catalog"
-        if reason:
+        shape = None if reason else _aiconfigurator_shape(row, known[str(models[row["model_path"]])])
+        if shape is None:
+            reason = reason or UNKNOWN_RANKS
             left_out[reason] = left_out.get(reason, 0) + 1
             continue
-        tp = int(float(row["tp_size"] or 1))
-        adp = int(float(row["attention_dp_size"] or 1) or 1)
-        ep = int(float(row["moe_ep_size"] or 1) or 1)
-        gpus = tp * adp
-        shape = ReplicaShape(tensor_parallel=gpus, attention_data_parallel=adp > 1, expert_parallel=ep > 1)
         points.append(
             Point(
                 source="aiconfigurator",
@@ -148,12 +148,61 @@ def _aiconfigurator() -> tuple[list[Point], dict[str, int]]:
                 shape=shape,
                 input_tokens=int(row["isl"]),
                 output_tokens=int(row["osl"]),
-                concurrency=int(float(row["batch_size"])),
+                concurrency=_aiconfigurator_concurrency(row),
                 ttft_ms=_num(row["silicon_ttft_ms"]),
                 tpot_ms=_num(row["silicon_tpot_ms"]),
             )
         )
-    return points, left_out
+    once: dict[tuple[str, ...], Point] = {}
+    for point in points:
+        once.setdefault(_measurement(point), point)  # the first of a repeated measurement is kept
+    if len(once) < len(points):
+        left_out[REPEATED] = len(points) - len(once)
+    return list(once.values()), left_out
+
+
+def _measurement(point: Point) -> tuple[str, ...]:
+    """What makes two rows one measurement: everything but the row id (the source repeats runs in two files)."""
+    return tuple(repr(v) for k, v in point if k != "row_id")
+
+
+def _aiconfigurator_concurrency(row: dict[str, str]) -> int:
+    """The benchmark's concurrency: `silicon_concurrency` in the row's provenance, else its batch size.
+
+    The batch size is per attention data-parallel rank (c256 over 8 ranks is written batch_size 32), so with
+    attention DP it is not the load the benchmark offered.
+    """
+    given = re.search(r"silicon_concurrency=(\d+)", row["silicon_data_source"])
+    return int(given.group(1)) if given else int(float(row["batch_size"]))
+
+
+def _aiconfigurator_shape(row: dict[str, str], model: ModelSpec) -> ReplicaShape | None:
+    """A row's layout (tp x attention-DP GPUs), mended where the columns cannot be what the source ran; None if unknown.
+
+    - Squared expert parallelism: rows that give attention DP and split the experts as moe_tp = moe_ep > 1 with
+      tp x adp = moe_tp x moe_ep are an export error of the source. The same measurements appear in its 2026-03-25
+      rows with moe_tp 1, and the row ids name the real layout (`..._tp8_ep8_...` is written tp_size 64, moe_tp 8,
+      moe_ep 8), so such a row ran on moe_tp GPUs with the experts spread over all of them.
+    - The batch size is per attention-DP rank, so the benchmark's concurrency is the batch size x the ranks. Older
+      rows leave attention DP blank: a concurrency of tp x the batch size (c224 written batch_size 56 on tp 4) ran
+      attention data-parallel over tp GPUs, and any other multiple leaves the layout unknown (None).
+    - Tensor parallelism that does not divide the attention heads (DeepSeek-R1 on 12 to 72 GB200s) cannot split
+      attention: an MoE model at that width runs attention data-parallel with experts over every GPU.
+    """
+    tp = int(float(row["tp_size"] or 1))
+    adp = int(float(row["attention_dp_size"] or 1) or 1)
+    moe_tp = int(float(row["moe_tp_size"] or 1) or 1)
+    ep = int(float(row["moe_ep_size"] or 1) or 1)
+    if row["attention_dp_size"] != "" and moe_tp == ep > 1 and tp * adp == moe_tp * ep:
+        tp, adp = (tp // ep, adp) if tp > 1 else (tp, adp // ep)
+    ranks = _aiconfigurator_concurrency(row) / (float(row["batch_size"] or 0) or 1.0)
+    if adp == 1 and ranks == tp > 1:
+        tp, adp = 1, tp
+    elif ranks != int(float(row["attention_dp_size"] or 1) or 1):
+        return None
+    if adp == 1 and model.experts and model.attention_heads % tp:
+        tp, adp, ep = 1, tp, tp
+    return ReplicaShape(tensor_parallel=tp * adp, attention_data_parallel=adp > 1, expert_parallel=ep > 1)
 
 
 @cache

@@ -45,7 +45,12 @@ def replica_engine(
     kv_capacity: int | None = None,
     ttft_readout: tuple[float, ...] = NEUTRAL_READOUT,
 ) -> Engine:
-    """The simulated engine for one replica."""
+    """The simulated engine for one replica.
+
+    `budget_tokens` is the engine's chunked-prefill budget per scheduler: with attention data parallelism every rank
+    schedules its own batch under it (vLLM's data-parallel engines, SGLang's DP attention, TensorRT-LLM's attention
+    DP), so the replica's step takes up to that many tokens on each rank.
+    """
     cost = StepCost(model, gpu, quant, kv_dtype, shape, draft_share=draft_share)
     capacity = (
         kv_capacity if kv_capacity is not None else kv_capacity_tokens(model, gpu, quant, kv_dtype, shape, context)
@@ -54,7 +59,7 @@ def replica_engine(
         cost=cost,
         theta=theta,
         max_seqs=max_seqs,
-        budget_tokens=budget_tokens,
+        budget_tokens=budget_tokens * shape.attention_ranks,
         kv_capacity_tokens=capacity,
         accepted_per_step=accepted_per_step,
         computed_per_step=computed_per_step,

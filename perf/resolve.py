@@ -246,7 +246,7 @@ def resolve(request: PerfRequest) -> Setup:
     if spans_nodes(request):  # one node's limits on every node: the copy batches as that many nodes would
         nodes = -(-shape.gpus // node_gpus())
         max_seqs = max_seqs if request.max_num_seqs else max_seqs * nodes
-        budget *= nodes
+        budget *= nodes if shape.attention_ranks == 1 else 1  # attention DP: each rank has its budget already
     base = replica_engine(
         model,
         gpu,

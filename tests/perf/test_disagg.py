@@ -38,11 +38,20 @@ def test_long_prompts_and_tight_tpot_favour_two_pools_with_more_prefill_gpus() -
     assert chosen.ttft_ms.p50 > chosen.kv_transfer_ms > 0  # TTFT includes the handoff
     assert chosen.basis.kind == "extrapolated" and "no disaggregated measurement" in chosen.basis.text
     ttft_band = chosen.bands["ttft_ms"]  # the held-out error on published disaggregated runs, not the one-pool band
-    assert ttft_band.group.startswith("disaggregated") and ttft_band.high_ratio > other.bands["ttft_ms"].high_ratio
+    one_pool = other.bands["ttft_ms"]
+    assert ttft_band.group.startswith("disaggregated")
+    assert ttft_band.high_ratio / ttft_band.low_ratio > one_pool.high_ratio / one_pool.low_ratio  # and wider
 
 
 def test_short_prompts_stay_in_one_pool() -> None:
-    request = LONG_TIGHT.model_copy(update={"input_tokens": 100, "output_tokens": 1000, "slo": Slo(tpot_p50_ms=50)})
+    """Throughput within a TPOT limit: prefill is a sliver of the work, so a second pool buys nothing.
+
+    The TTFT limit is loose on purpose. At 300 ms the one-pool copy is held back by its closed loop's first wave
+    (every user's prompt at once), which the prefill pool's steady Poisson arrivals never see: a difference of the
+    two methods, not of the topologies.
+    """
+    slo = Slo(ttft_p50_ms=1000, ttft_p99_ms=4000, tpot_p50_ms=50)
+    request = LONG_TIGHT.model_copy(update={"input_tokens": 100, "output_tokens": 1000, "slo": slo})
     result = estimate_topology(request, TopologyOptions(topology="best", total_gpus=16))
     assert result.chosen.topology == "agg"
     assert result.alternative is not None and result.alternative.topology == "disagg"

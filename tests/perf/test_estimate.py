@@ -204,9 +204,9 @@ def test_pipeline_stages_cost_latency_at_one_user_and_gain_throughput_where_kv_d
 
     staged = [p for p in published_points() if p.concurrency is None and p.output_tok_s and (p.layout[1] or 1) > 1]
     ratios = sorted(m.ratio for m in max_load(staged[::4]) if m.estimated_tok_s)
-    # measured / estimated maximum, median: 1.45 when throughput read the TTFT readout alone, 1.63 since it is capped
-    # by the simulated schedule (which brought all 1,755 published maxima from 0.82 to 0.90; docs/performance-model.md)
-    assert ratios and ratios[len(ratios) // 2] < 1.7, "TensorRT-LLM's pipeline-parallel tables, not fitted"
+    # measured / estimated maximum, median: 1.45 when throughput read the TTFT readout alone, 1.63 once capped by the
+    # simulated schedule, 0.97 since each stage all-reduces within its own tensor-parallel group (these 28 of 112)
+    assert ratios and 0.75 < ratios[len(ratios) // 2] < 1.3, "TensorRT-LLM's pipeline-parallel tables, not fitted"
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm"])

@@ -132,3 +132,19 @@ def test_a_loop_runs_without_collection_pauses_and_leaves_the_collector_on() -> 
         gc.callbacks.remove(count)
     assert len(started) <= 2  # at most the one each loop's leftovers start once the collector is back on
     assert gc.isenabled()
+
+
+def test_pipeline_stages_all_reduce_within_their_own_group_only() -> None:
+    """Stages pass activations point to point: tp 1 x pp 2 pays no all-reduce, tp 4 x pp 2 over 8 GPUs pays a
+    4-GPU ring over half the layers at a time, and a 16-GPU copy of two 8-GPU stages stays on NVLink."""
+    model, gpu = find_model("llama3.1-70b"), find_gpu("H100")
+    step = StepInputs(decode_seqs=64, decode_ctx=64 * 2000)
+    comm = FEATURES.index("comm")
+
+    def comm_of(tp: int, pp: int) -> float:
+        shape = ReplicaShape(tensor_parallel=tp, pipeline_parallel=pp)
+        return StepCost(model, gpu, "fp8", "auto", shape).features(step)[comm]
+
+    assert comm_of(1, 2) == 0.0 and comm_of(2, 1) > 0
+    assert comm_of(4, 2) == pytest.approx(comm_of(4, 1) / 2)
+    assert comm_of(8, 2) == pytest.approx(comm_of(8, 1) / 2)  # not the 16-GPU ring over the inter-node link

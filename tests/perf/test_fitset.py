@@ -1,0 +1,40 @@
+"""The public fit set read as the engines ran it: layouts and loads mended where the source's columns disagree."""
+
+from perf.fitset import REPEATED, UNKNOWN_RANKS, Point, load_points
+
+
+def _by_id() -> dict[str, Point]:
+    points, _ = load_points()
+    return {p.row_id: p for p in points}
+
+
+def test_a_squared_expert_parallel_row_reads_as_its_twin_on_eight_gpus_and_counts_once() -> None:
+    """The 2026-04-06 export writes tp8/ep8 as tp_size 64; the 2026-03-25 file has the same run on 8 GPUs."""
+    points, left_out = load_points()
+    twin = "2026_03_25_deepseek_r1_b200_sxm_sglang_fp4_agg_1024x1024_c8_tp8_0_ep8_0_248"
+    squared = "2026_04_06_deepseek_r1_b200_sxm_sglang_fp4_agg_1024x1024_c8_tp8_ep8_1012"
+    kept = [p for p in points if p.row_id in (twin, squared)]
+    assert len(kept) == 1, "one measurement, one point"
+    assert kept[0].shape.gpus == 8 and kept[0].shape.expert_parallel
+    wide = [p for p in points if p.model == "deepseek-r1" and p.gpu == "b200" and p.shape.gpus > 8]
+    assert not wide, "no DeepSeek-R1 run on B200s spans more than a node"
+    assert dict(left_out)[REPEATED] > 200
+
+
+def test_an_attention_dp_row_runs_at_the_benchmark_concurrency_not_the_per_rank_batch() -> None:
+    row = _by_id()["2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x8192_c256_tp8_0_ep8_0_1238"]
+    assert row.concurrency == 256  # batch_size 32 on each of 8 ranks
+    assert row.shape.gpus == 8 and row.shape.attention_data_parallel and row.shape.expert_parallel
+
+
+def test_widths_that_cannot_split_attention_run_attention_data_parallel() -> None:
+    """DeepSeek's 128 attention heads do not split 36 ways: 36 GB200s ran attention DP with experts over all."""
+    row = _by_id()["2026_04_06_deepseek_r1_gb200_trtllm_fp4_agg_1024x1024_c16_tp36_ep1_12"]
+    assert row.shape.gpus == 36 and row.shape.attention_data_parallel and row.shape.expert_parallel
+
+
+def test_an_older_row_whose_concurrency_is_tp_times_its_batch_ran_attention_dp_and_others_are_left_out() -> None:
+    row = _by_id()["nvidia_deepseek_r1_nvfp4_nvidia_deepseek_r1_nvfp4_b200_sxm_trtllm_agg_4000x1000_c224_tp4_epnone_1"]
+    assert row.concurrency == 224 and row.shape.gpus == 4 and row.shape.attention_data_parallel
+    _, left_out = load_points()
+    assert 0 < dict(left_out)[UNKNOWN_RANKS] < 20
