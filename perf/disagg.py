@@ -7,7 +7,7 @@ deployment's GPUs for the most output tokens per second per GPU within the SLO. 
 step-time model as it was fitted, so a disaggregated figure is an extrapolation: its basis says so.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from catalog.links import KvLink
 from i18n import N_
@@ -17,10 +17,19 @@ from perf.hardware import model_facts
 from perf.inputs import PerfRequest, Slo
 from perf.kv_transfer import kv_bytes_per_request, kv_transfer_ms, pool_link
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
+from perf.readout import TTFT_TERMS
 from perf.resolve import Setup, copy_layout, resolve
 from perf.result import Basis, Estimate, LevelEstimate, Percentiles, Wording
 from perf.simulate import Workload
-from perf.topology import Pool, TopologyEstimate, TopologyOptions, TopologyResult, disagg_bands, min_gain
+from perf.topology import (
+    Pool,
+    TopologyEstimate,
+    TopologyOptions,
+    TopologyResult,
+    disagg_bands,
+    min_gain,
+    stream_budget_shares,
+)
 
 _UNBOUNDED_MS = 1e12  # an SLO term a pool does not answer for (the decode pool's TTFT, the prefill pool's TPOT)
 
@@ -61,33 +70,59 @@ def _pool_setup(request: PerfRequest, gpus: int | None, copy: int) -> Setup:
     return resolve(request.model_copy(update=copy_layout(request, gpus or copy)))
 
 
-def _prefill_rate(setup: Setup, request: PerfRequest, transfer_ms: float) -> tuple[float, LevelEstimate | None]:
-    """The highest Poisson rate one prefill replica takes with TTFT plus the transfer within the SLO."""
+_ALONE_RPS = 1e-3  # a Poisson rate at which every prompt is prefilled alone
+
+
+def _prefill_level(
+    setup: Setup, request: PerfRequest, rate: float, levels: dict[float, LevelEstimate]
+) -> LevelEstimate:
+    """A prefill replica's Poisson level at `rate`, judged against no SLO, kept in `levels` for the next ask."""
+    if rate not in levels:
+        work = Workload(request.input_tokens, 1, setup.workload.cached_tokens)
+        unbounded = Slo(ttft_p50_ms=_UNBOUNDED_MS, ttft_p99_ms=_UNBOUNDED_MS, tpot_p50_ms=_UNBOUNDED_MS)
+        levels[rate] = poisson_level(setup.base, work, unbounded, rate)
+    return levels[rate]
+
+
+def _prefill_rate(
+    setup: Setup, request: PerfRequest, transfer_ms: float, levels: dict[float, LevelEstimate]
+) -> tuple[float, LevelEstimate | None]:
+    """The highest Poisson rate one prefill replica takes with TTFT plus `transfer_ms` within the SLO."""
     slo = request.slo
     if transfer_ms >= slo.ttft_p50_ms:
         return 0.0, None
-    prefill_slo = Slo(
-        ttft_p50_ms=slo.ttft_p50_ms - transfer_ms,
-        ttft_p99_ms=max(slo.ttft_p99_ms - transfer_ms, 1e-6),
-        tpot_p50_ms=_UNBOUNDED_MS,
-    )
-    work = Workload(request.input_tokens, 1, setup.workload.cached_tokens)
-    cache: dict[float, LevelEstimate] = {}
+    p50_ms, p99_ms = slo.ttft_p50_ms - transfer_ms, max(slo.ttft_p99_ms - transfer_ms, 1e-6)
 
     def at(rate: float) -> LevelEstimate:
-        if rate not in cache:
-            cache[rate] = poisson_level(setup.base, work, prefill_slo, rate)
-        return cache[rate]
+        level = _prefill_level(setup, request, rate, levels)
+        meets = level.ttft_ms.p50 <= p50_ms and (level.ttft_ms.p99 or 0.0) <= p99_ms
+        return level.model_copy(update={"meets_slo": meets})
 
-    single = at(1e-3)  # one request alone: the fastest a prompt is prefilled
+    single = at(_ALONE_RPS)  # one request alone: the fastest a prompt is prefilled
     per_batch = max(setup.base.budget_tokens / max(request.input_tokens, 1), 1.0)
     ceiling = 2 * per_batch * 1000 / max(single.ttft_ms.p50, 1e-3)
     rate = search_rate(at, ceiling)
     return (rate or 0.0), (at(rate) if rate else None)
 
 
-def _decode_level(setup: Setup, request: PerfRequest) -> LevelEstimate | None:
-    """The busiest closed loop one decode replica runs within the TPOT limit (prompts arrive as KV)."""
+def _decode_ceiling(setup: Setup, request: PerfRequest, stream_budget_ms: float) -> int:
+    """The most users one decode replica may hold (0: not even one).
+
+    Its sequence limit, its KV cache, and no more streams than `stream_budget_ms` of TTFT pays for (the readout's
+    cost per request in flight).
+    """
+    limit = model_facts()["simulation"]["max_concurrency_search"]
+    assert isinstance(limit, int)
+    ceiling = max(1, min(setup.max_seqs, setup.capacity // max(request.context_tokens, 1), limit))
+    per_stream_ms = _stream_ms(setup, 1)
+    return min(ceiling, max(int(stream_budget_ms / per_stream_ms), 0)) if per_stream_ms > 0 else ceiling
+
+
+def _decode_level(setup: Setup, request: PerfRequest, ceiling: int) -> LevelEstimate | None:
+    """The busiest closed loop of at most `ceiling` users one decode replica runs within the TPOT limit.
+
+    Its prompts arrive as KV (all but one token cached).
+    """
     slo = Slo(ttft_p50_ms=_UNBOUNDED_MS, ttft_p99_ms=_UNBOUNDED_MS, tpot_p50_ms=request.slo.tpot_p50_ms)
     work = Workload(request.input_tokens, request.output_tokens, cached_tokens=max(request.input_tokens - 1, 0))
     cache: dict[int, LevelEstimate] = {}
@@ -97,10 +132,7 @@ def _decode_level(setup: Setup, request: PerfRequest) -> LevelEstimate | None:
             cache[c] = closed_level(setup.base, work, slo, c)
         return cache[c]
 
-    limit = model_facts()["simulation"]["max_concurrency_search"]
-    assert isinstance(limit, int)
-    ceiling = max(1, min(setup.max_seqs, setup.capacity // max(request.context_tokens, 1), limit))
-    best = search_concurrency(at, ceiling)
+    best = search_concurrency(at, ceiling) if ceiling >= 1 else None
     return at(best) if best else None
 
 
@@ -149,6 +181,15 @@ class _Split:
     d: Setup
     d_level: LevelEstimate
     transfer_ms: float
+    stream_ms: float  # the decode server's work per open stream before it sends the first token
+
+
+def _stream_ms(setup: Setup, streams: float) -> float:
+    """TTFT the decode server adds for the streams it holds (the readout's cost per request in flight, ms).
+
+    The decode server returns the first token, so its open streams cost a request what they cost one engine.
+    """
+    return setup.base.ttft_readout[TTFT_TERMS.index("per_in_flight_s")] * streams * 1000.0
 
 
 @dataclass(frozen=True)
@@ -165,30 +206,42 @@ def _search(
     request: PerfRequest, prefills: dict[int, Setup], decodes: dict[int, Setup], handoff: _Handoff
 ) -> tuple[_Split | None, float]:
     """The replica sizes and ratio with the most requests/s per GPU within the SLO, and the first transfer time."""
-    d_levels = {n: _decode_level(s, request) for n, s in decodes.items()}
     best: _Split | None = None
     transfer_seen = 0.0
+    d_levels: dict[tuple[int, int], LevelEstimate | None] = {}
     for p_gpus, p_setup in prefills.items():
+        p_levels: dict[float, LevelEstimate] = {}
+        alone_ms = _prefill_level(p_setup, request, _ALONE_RPS, p_levels).ttft_ms.p50
         for d_gpus, d_setup in decodes.items():
-            d_level = d_levels[d_gpus]
             transfer = round(kv_transfer_ms(handoff.kv_bytes, handoff.link, p_setup.gpu, min(p_gpus, d_gpus)), 3)
             transfer_seen = transfer_seen or transfer
-            if d_level is None or p_gpus + d_gpus > handoff.total:
+            if p_gpus + d_gpus > handoff.total:
                 continue
-            p_rate, _ = _prefill_rate(p_setup, request, transfer)
-            if not p_rate:
-                continue
-            x, y, rate = _ratio(handoff.total, p_gpus, d_gpus, p_rate, d_level.req_s)
-            per_gpu = rate / (x * p_gpus + y * d_gpus) if x else 0.0
-            if per_gpu > 0 and (best is None or per_gpu > best.per_gpu * (1 + 1e-9)):
-                best = _Split(x, y, rate, per_gpu, p_setup, d_setup, d_level, transfer)
+            left = request.slo.ttft_p50_ms - transfer - alone_ms  # TTFT for the streams and the prefill queue
+            ceilings = {_decode_ceiling(d_setup, request, left * share) for share in stream_budget_shares()}
+            pair_best = 0.0
+            for ceiling in sorted(ceilings, reverse=True):  # fewer streams, more prefill room: until it stops paying
+                if (d_gpus, ceiling) not in d_levels:
+                    d_levels[(d_gpus, ceiling)] = _decode_level(d_setup, request, ceiling)
+                d_level = d_levels[(d_gpus, ceiling)]
+                if d_level is None:
+                    continue
+                stream = round(_stream_ms(d_setup, d_level.concurrency or d_level.mean_running), 3)
+                p_rate, _ = _prefill_rate(p_setup, request, transfer + stream, p_levels)
+                if not p_rate:
+                    continue
+                x, y, rate = _ratio(handoff.total, p_gpus, d_gpus, p_rate, d_level.req_s)
+                per_gpu = rate / (x * p_gpus + y * d_gpus) if x else 0.0
+                if per_gpu > 0 and (best is None or per_gpu > best.per_gpu * (1 + 1e-9)):
+                    best = _Split(x, y, rate, per_gpu, p_setup, d_setup, d_level, transfer, stream)
+                if per_gpu < pair_best:
+                    break
+                pair_best = per_gpu
     if best is None:
         return None, transfer_seen
     used = best.x * best.p.shape.gpus + best.y * best.d.shape.gpus
     scale = max(handoff.total // used, 1)  # the ratio repeated over the deployment's GPUs
-    return _Split(
-        best.x * scale, best.y * scale, best.rate * scale, best.per_gpu, best.p, best.d, best.d_level, best.transfer_ms
-    ), transfer_seen
+    return replace(best, x=best.x * scale, y=best.y * scale, rate=best.rate * scale), transfer_seen
 
 
 def _notes(request: PerfRequest, options: TopologyOptions, handoff: _Handoff, transfer_ms: float) -> list[Wording]:
@@ -257,6 +310,7 @@ def _met(request: PerfRequest, best: _Split, handoff: _Handoff, notes: tuple[Wor
     ).ttft_ms
     used = best.x * p_gpus + best.y * d_gpus
     out = best.rate * request.output_tokens
+    handed = best.transfer_ms + best.stream_ms
     est = estimate(request.model_copy(update=copy_layout(request, d_gpus)))
     return TopologyEstimate(
         topology="disagg",
@@ -271,9 +325,9 @@ def _met(request: PerfRequest, best: _Split, handoff: _Handoff, notes: tuple[Wor
         tok_s_per_user=_per_user(best.d_level.tpot_ms.p50),
         request_rate_rps=round(best.rate, 4),
         ttft_ms=Percentiles(
-            p50=round(at_load.p50 + best.transfer_ms, 3),
-            p99=round((at_load.p99 or 0) + best.transfer_ms, 3),
-            mean=round((at_load.mean or 0) + best.transfer_ms, 3),
+            p50=round(at_load.p50 + handed, 3),
+            p99=round((at_load.p99 or 0) + handed, 3),
+            mean=round((at_load.mean or 0) + handed, 3),
         ),
         tpot_ms=best.d_level.tpot_ms,
         meets_slo=True,

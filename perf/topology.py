@@ -40,6 +40,13 @@ def min_gain() -> float:
     return value
 
 
+def stream_budget_shares() -> tuple[float, ...]:
+    """Shares of the TTFT left to a two-pool request that its decode server's streams may take (disagg.toml)."""
+    value = _disagg_data()["stream_budget_shares"]
+    assert isinstance(value, list)
+    return tuple(float(v) for v in value)
+
+
 class TopologyOptions(BaseModel):
     """How the deployment is split: one pool (agg), a prefill and a decode pool (disagg), or the better of the two."""
 

@@ -8,9 +8,11 @@ from catalog import find_gpu, find_model
 from catalog.kvcache import kv_bytes_per_sequence
 from catalog.links import find_kv_link, load_kv_links
 from perf.cli import main
+from perf.coefficients import family_for
 from perf.disagg import estimate_topology
 from perf.inputs import PerfRequest, Slo
 from perf.kv_transfer import kv_transfer_ms
+from perf.readout import TTFT_TERMS
 from perf.topology import TopologyOptions, min_gain
 
 LONG_TIGHT = PerfRequest(
@@ -180,3 +182,24 @@ def test_inferencex_runs_on_mi300x_are_all_estimated_with_their_own_pools() -> N
     assert not left and len(rows) == 16  # gpt-oss-120b MXFP4 at tensor parallel 8 included: the engines pad
     assert {r.engine for r in rows} == {"vllm"}
     assert all(r.est_ttft_ms > 0 and r.est_tpot_ms > 0 for r in rows) and len(ratios(rows)["tpot_ms"]) == 16
+
+
+def test_the_decode_pool_holds_no_more_streams_than_the_ttft_limit_pays_for() -> None:
+    """The decode server returns the first token, and each stream it holds costs TTFT (the fitted readout's cost per
+    request in flight): wide-EP DeepSeek decode replicas could batch 20,000 users within TPOT, but not within 3 s."""
+    request = PerfRequest(
+        gpu="H100",
+        gpus=96,
+        model="deepseek-v3",
+        engine="sglang",
+        input_tokens=2000,
+        output_tokens=200,
+        slo=Slo(ttft_p50_ms=3000, ttft_p99_ms=10000, tpot_p50_ms=100),
+    )
+    pools = TopologyOptions(topology="disagg", prefill_gpus=32, decode_gpus=64, total_gpus=96)
+    chosen = estimate_topology(request, pools).chosen
+    assert chosen.meets_slo and chosen.output_tok_s_per_gpu > 0
+    per_stream_ms = family_for("sglang")[0].ttft[TTFT_TERMS.index("per_in_flight_s")] * 1000
+    users_per_decode = chosen.output_tok_s / chosen.tok_s_per_user / chosen.decode.replicas
+    assert per_stream_ms > 0 and users_per_decode > 100
+    assert chosen.kv_transfer_ms + users_per_decode * per_stream_ms <= chosen.ttft_ms.p50 <= 3000
