@@ -58,8 +58,9 @@ def test_frontier_figure_draws_one_line_per_topology_ordered_by_speed_per_user()
 def test_a_mixture_of_experts_that_needs_a_whole_node_is_ranked_as_pools_over_several_nodes() -> None:
     """DeepSeek-R1 on H20s: the cheapest option is wide expert parallelism in separate pools, not one node's copy.
 
-    With a 2 s TTFT limit. At the handbook's 300 ms, pools of one node each come out cheaper since the fit set was
-    mended (2026-12-06): the limit keeps the decode replicas below the batch at which one over two nodes pays.
+    With a 2 s TTFT limit. At the handbook's 300 ms, pools of one node each came out cheaper once the fit set was
+    mended (2026-12-06; 6P2D of 8-GPU replicas, still cheaper than one pool); why a decode replica over two nodes
+    stops paying there was not examined.
     """
     inputs = {
         "model": "deepseek-r1",
