@@ -66,6 +66,12 @@ def widening_key(metric: str, engine: str, moe: bool) -> str:
     return band_key(metric, engine, "moe" if moe else "dense")
 
 
+def widening_for(factors: dict[str, float], metric: str, engine: str, moe: bool) -> float:
+    """The engine's widening factor, or every engine's for an engine without held-out sources (1 without either)."""
+    own = factors.get(widening_key(metric, engine, moe))
+    return own if own is not None else factors.get(widening_key(metric, POOLED_KEY, moe), 1.0)
+
+
 def widened(low: float, high: float, factor: float) -> tuple[float, float]:
     """A band's ends moved `factor` times as far from its centre in log space (below 1: nearer)."""
     centre = math.sqrt(low * high)
@@ -155,15 +161,25 @@ def _quoted(bands: dict[str, BandStats], metric: str, point: Point) -> tuple[flo
     return band.low_ratio, band.high_ratio
 
 
-def widenings(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -> dict[str, float]:
-    """Per widening_key: the least factor on the grid that puts `calibration_target` of the measurements inside.
+def _least_factor(rows: Sequence[tuple[float, float, float]]) -> float:
+    """The least factor on the grid that puts `calibration_target` of these (log ratio, log low, log high) inside."""
+    grid = np.arange(_band_fact("widening_min"), _band_fact("widening_max") + 1e-9, _band_fact("widening_step"))
+    ratio, low, high = np.asarray(rows).T
+    centre = (low + high) / 2
+    target = _band_fact("calibration_target")
+    for w in grid:
+        if np.mean((ratio >= centre + (low - centre) * w) & (ratio <= centre + (high - centre) * w)) >= target:
+            return float(w)
+    return float(grid[-1])
 
-    The units are dealt into `calibration_folds` folds; each fold's measurements are met with the bands quoted
-    without that fold, so the factor answers for sources the band has not seen.
-    """
+
+def _fold_rows(
+    predictions: Sequence[Prediction], unit: Callable[[Point], str]
+) -> dict[str, list[tuple[float, float, float, str]]]:
+    """Per widening_key: (log ratio, log low, log high, unit) of each measurement met with the band of other folds."""
     units = sorted({unit(p.row.point) for p in predictions})
     folds = int(_band_fact("calibration_folds"))
-    found: dict[str, list[tuple[float, float, float]]] = {}  # log ratio, log low, log high
+    found: dict[str, list[tuple[float, float, float, str]]] = {}
     for f in range(folds):
         fold = set(units[f::folds])
         bands = metric_bands([p for p in predictions if unit(p.row.point) not in fold], unit)
@@ -175,21 +191,35 @@ def widenings(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -
                 ratio = p.ratio(metric)
                 quoted = _quoted(bands, metric, point) if math.isfinite(ratio) and ratio > 0 else None
                 if quoted is not None:
-                    key = widening_key(metric, point.engine, _is_moe(point.model))
-                    found.setdefault(key, []).append((math.log(ratio), math.log(quoted[0]), math.log(quoted[1])))
-    grid = np.arange(_band_fact("widening_min"), _band_fact("widening_max") + 1e-9, _band_fact("widening_step"))
-    target = _band_fact("calibration_target")
-    out: dict[str, float] = {}
+                    row = (math.log(ratio), math.log(quoted[0]), math.log(quoted[1]), unit(point))
+                    found.setdefault(widening_key(metric, point.engine, _is_moe(point.model)), []).append(row)
+    return found
+
+
+def widenings(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -> dict[str, float]:
+    """Per widening_key: the least factor on the grid that puts `calibration_target` of the measurements inside.
+
+    The units are dealt into `calibration_folds` folds; each fold's measurements are met with the bands quoted
+    without that fold, so the factor answers for sources the band has not seen. The factor of an engine is shrunk
+    towards every engine's (same metric, dense or MoE) in log space as the bands are, by its sources n: n / (n +
+    `shrink_sources`) its own. A factor found on two or three sources must not narrow the band on their word alone.
+    The pooled factors are kept too, under the engine POOLED_KEY, for engines without held-out sources.
+    """
+    found = _fold_rows(predictions, unit)
+    pooled: dict[str, list[tuple[float, float, float, str]]] = {}
+    for key, rows in found.items():
+        metric, _, kind = key.split("|")
+        pooled.setdefault(band_key(metric, POOLED_KEY, kind), []).extend(rows)
+    parents = {key: _least_factor([r[:3] for r in rows]) for key, rows in pooled.items()}
+    out = {key: round(factor, 2) for key, factor in parents.items()}
+    shrink = _band_fact("shrink_sources")
     for key, rows in sorted(found.items()):
-        ratio, low, high = np.asarray(rows).T
-        centre = (low + high) / 2
-        inside = [
-            np.mean((ratio >= centre + (low - centre) * w) & (ratio <= centre + (high - centre) * w)) for w in grid
-        ]
-        out[key] = round(
-            float(next((w for w, share in zip(grid, inside, strict=True) if share >= target), grid[-1])), 2
-        )
-    return out
+        metric, _, kind = key.split("|")
+        sources = len({r[3] for r in rows})
+        weight = sources / (sources + shrink)
+        own, parent = _least_factor([r[:3] for r in rows]), parents[band_key(metric, POOLED_KEY, kind)]
+        out[key] = round(math.exp(weight * math.log(own) + (1 - weight) * math.log(parent)), 2)
+    return dict(sorted(out.items()))
 
 
 def coverage(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -> dict[int, dict[str, bool]]:
@@ -212,7 +242,7 @@ def coverage(predictions: Sequence[Prediction], unit: Callable[[Point], str]) ->
                 quoted = _quoted(bands, metric, point) if math.isfinite(ratio) else None
                 if quoted is None:
                     continue
-                factor = factors.get(widening_key(metric, point.engine, _is_moe(point.model)), 1.0)
+                factor = widening_for(factors, metric, point.engine, _is_moe(point.model))
                 low, high = widened(*quoted, factor)
                 inside[metric] = low <= ratio <= high
             out[i] = inside

@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 from catalog import Gpu
 from i18n import N_
-from perf.bands import NEW_ARCH, POOLED_KEY, band_key, choose, widened, widening_key
+from perf.bands import NEW_ARCH, POOLED_KEY, band_key, choose, widened, widening_for
 from perf.calibrate import Correction
 from perf.coefficients import load_coefficients
 from perf.fitset import Point
@@ -42,7 +42,7 @@ def _held_out_bands(gpu: Gpu, engine: str, moe: bool, on_this_arch: bool, extrap
     out: dict[str, Band] = {}
     for metric in METRICS:
         key, stats = choose(bands, metric, (band_key(engine, gpu.arch), engine, POOLED_KEY))
-        factor = coefficients.widening.get(widening_key(metric, engine, moe), 1.0)
+        factor = widening_for(coefficients.widening, metric, engine, moe)
         low, high = widened(stats.low_ratio, stats.high_ratio, factor)
         wider = []
         if not on_this_arch:  # no narrower than on any architecture the engine was measured on
