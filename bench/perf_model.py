@@ -344,7 +344,6 @@ def main() -> int:
         handbook=handbook_line(),
         max_load=_max_load_section(),
         disagg=_disagg_section(disagg_checked, disagg_left),
-        disagg_ttft=f"{float(np.median(ratios(disagg_checked)['ttft_ms'])):.2f}x",
         scale=_scale_section(),
         fit_set=coefficients.fit_set,
     )
@@ -505,10 +504,10 @@ publishers give throughput per node of 8 GPUs, so that is what is compared.
   which can be shorter than the queue the schedule simulated, so a long-prompt load could exceed the GPUs' peak
   FLOPs (DeepSeek-R1 AWQ, 8,000-token prompts on 8x A800 with TensorRT-LLM: 78,600 prompt tokens/s, 2.3x the
   16-bit peak; now 14,200). Held out by source, output tok/s 17.6% either way (2,031 of 3,475 points moved). The
-  two-pool check's prefill capacity had been read the same way: its TTFT went from 1.20x to {disagg_ttft} measured /
-  estimated (see "Separate prefill and decode pools"), its bands regenerated. The published maximum-throughput
-  points (not fitted) moved from 0.82 to 0.90 measured / estimated at the median and from 28% to 19% median error;
-  their pipeline-parallel tables (112 points) from 1.43 to 1.63, more pessimistic.
+  two-pool check's prefill capacity had been read the same way: its TTFT went from 1.20x to 0.53x measured /
+  estimated (2026-12-06; see "Separate prefill and decode pools"), its bands regenerated. The published
+  maximum-throughput points (not fitted) moved from 0.82 to 0.90 measured / estimated at the median and from 28%
+  to 19% median error; their pipeline-parallel tables (112 points) from 1.43 to 1.63, more pessimistic.
 - Two more TTFT readout terms (kept): a cost per request in flight and a factor for bursts (one-batch sources):
   TTFT median error 39.0% -> {s_ttft:.1%}. Each alone: per request in flight 38.0%, burst 37.2%. Tried on the same
   held-out predictions and not kept: sources weighing n^p in the readout fit (p = 0.75, 0.5, 0.25, 0: 39.2%, 39.3%,

@@ -1,10 +1,13 @@
 """Disaggregated serving: a prefill pool and a decode pool estimated apart, the KV handed over, the ratio searched.
 
-The prefill pool is simulated for TTFT under Poisson arrivals (prompts only, one output token); the decode pool for
-TPOT and throughput in a closed loop whose prompts arrive already in the KV cache. TTFT adds the KV transfer (bytes
-over the link between pools, plus its latency). The ratio of prefill to decode replicas is searched within the
-deployment's GPUs for the most output tokens per second per GPU within the SLO. Both pools use the aggregated
-step-time model as it was fitted, so a disaggregated figure is an extrapolation: its basis says so.
+The prefill pool is simulated for TTFT with its users' prompts sent as a closed loop sends them: the first wave at
+once, later ones as Poisson arrivals (prompts only, one output token; perf.levels.prompts_in_step), read out as the
+one-pool copy's closed loop is and as the two-pool bands were measured (perf.disagg_check). The decode pool is
+simulated for TPOT and throughput in a closed loop whose prompts arrive already in the KV cache. TTFT adds the KV
+transfer (bytes over the link between pools, plus its latency) and the decode server's streams. The ratio of prefill
+to decode replicas is searched within the deployment's GPUs for the most output tokens per second per GPU within the
+SLO. Both pools use the aggregated step-time model as it was fitted, so a disaggregated figure is an extrapolation:
+its basis says so.
 """
 
 from dataclasses import dataclass, replace
@@ -16,7 +19,7 @@ from perf.estimate import estimate
 from perf.hardware import model_facts
 from perf.inputs import PerfRequest, Slo
 from perf.kv_transfer import kv_bytes_per_request, kv_transfer_ms, pool_link
-from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
+from perf.levels import UNBOUNDED_MS, closed_level, poisson_level, prompts_in_step, search_concurrency, search_rate
 from perf.readout import TTFT_TERMS
 from perf.resolve import Setup, copy_layout, resolve
 from perf.result import Basis, Estimate, LevelEstimate, Percentiles, Wording
@@ -30,8 +33,6 @@ from perf.topology import (
     min_gain,
     stream_budget_shares,
 )
-
-_UNBOUNDED_MS = 1e12  # an SLO term a pool does not answer for (the decode pool's TTFT, the prefill pool's TPOT)
 
 
 def _per_user(tpot_ms: float) -> float:
@@ -79,7 +80,7 @@ def _prefill_level(
     """A prefill replica's Poisson level at `rate`, judged against no SLO, kept in `levels` for the next ask."""
     if rate not in levels:
         work = Workload(request.input_tokens, 1, setup.workload.cached_tokens)
-        unbounded = Slo(ttft_p50_ms=_UNBOUNDED_MS, ttft_p99_ms=_UNBOUNDED_MS, tpot_p50_ms=_UNBOUNDED_MS)
+        unbounded = Slo(ttft_p50_ms=UNBOUNDED_MS, ttft_p99_ms=UNBOUNDED_MS, tpot_p50_ms=UNBOUNDED_MS)
         levels[rate] = poisson_level(setup.base, work, unbounded, rate)
     return levels[rate]
 
@@ -123,7 +124,7 @@ def _decode_level(setup: Setup, request: PerfRequest, ceiling: int) -> LevelEsti
 
     Its prompts arrive as KV (all but one token cached).
     """
-    slo = Slo(ttft_p50_ms=_UNBOUNDED_MS, ttft_p99_ms=_UNBOUNDED_MS, tpot_p50_ms=request.slo.tpot_p50_ms)
+    slo = Slo(ttft_p50_ms=UNBOUNDED_MS, ttft_p99_ms=UNBOUNDED_MS, tpot_p50_ms=request.slo.tpot_p50_ms)
     work = Workload(request.input_tokens, request.output_tokens, cached_tokens=max(request.input_tokens - 1, 0))
     cache: dict[int, LevelEstimate] = {}
 
@@ -182,6 +183,7 @@ class _Split:
     d_level: LevelEstimate
     transfer_ms: float
     stream_ms: float  # the decode server's work per open stream before it sends the first token
+    prefill_ttft: Percentiles  # a prefill replica's TTFT, its users' prompts sent as a closed loop sends them
 
 
 def _stream_ms(setup: Setup, streams: float) -> float:
@@ -211,6 +213,7 @@ def _search(
     d_levels: dict[tuple[int, int], LevelEstimate | None] = {}
     for p_gpus, p_setup in prefills.items():
         p_levels: dict[float, LevelEstimate] = {}
+        stepped: dict[tuple[int, float], Percentiles] = {}
         alone_ms = _prefill_level(p_setup, request, _ALONE_RPS, p_levels).ttft_ms.p50
         for d_gpus, d_setup in decodes.items():
             transfer = round(kv_transfer_ms(handoff.kv_bytes, handoff.link, p_setup.gpu, min(p_gpus, d_gpus)), 3)
@@ -224,16 +227,10 @@ def _search(
                 if (d_gpus, ceiling) not in d_levels:
                     d_levels[(d_gpus, ceiling)] = _decode_level(d_setup, request, ceiling)
                 d_level = d_levels[(d_gpus, ceiling)]
-                if d_level is None:
-                    continue
-                stream = round(_stream_ms(d_setup, d_level.concurrency or d_level.mean_running), 3)
-                p_rate, _ = _prefill_rate(p_setup, request, transfer + stream, p_levels)
-                if not p_rate:
-                    continue
-                x, y, rate = _ratio(handoff.total, p_gpus, d_gpus, p_rate, d_level.req_s)
-                per_gpu = rate / (x * p_gpus + y * d_gpus) if x else 0.0
-                if per_gpu > 0 and (best is None or per_gpu > best.per_gpu * (1 + 1e-9)):
-                    best = _Split(x, y, rate, per_gpu, p_setup, d_setup, d_level, transfer, stream)
+                found = _split(request, handoff, (p_setup, p_levels, stepped), d_setup, d_level, transfer)
+                per_gpu = found.per_gpu if found else 0.0
+                if found and (best is None or per_gpu > best.per_gpu * (1 + 1e-9)):
+                    best = found
                 if per_gpu < pair_best:
                     break
                 pair_best = per_gpu
@@ -242,6 +239,45 @@ def _search(
     used = best.x * best.p.shape.gpus + best.y * best.d.shape.gpus
     scale = max(handoff.total // used, 1)  # the ratio repeated over the deployment's GPUs
     return replace(best, x=best.x * scale, y=best.y * scale, rate=best.rate * scale), transfer_seen
+
+
+def _split(
+    request: PerfRequest,
+    handoff: _Handoff,
+    prefill: tuple[Setup, dict[float, LevelEstimate], dict[tuple[int, float], Percentiles]],
+    d_setup: Setup,
+    d_level: LevelEstimate | None,
+    transfer: float,
+) -> _Split | None:
+    """The best pairing of these replicas within the SLO (None: none meets it).
+
+    The prefill replica takes the highest Poisson rate whose TTFT, with the handoff and the decode server's streams,
+    meets the SLO; the ratio of replicas follows. Its users' prompts then come as a closed loop sends them, the first
+    wave at once (perf.levels.prompts_in_step, as the one-pool copy and the two-pool bands are judged): prefill
+    replicas are added until that TTFT meets the SLO too.
+    """
+    p_setup, p_levels, stepped = prefill
+    if d_level is None:
+        return None
+    stream = round(_stream_ms(d_setup, d_level.concurrency or d_level.mean_running), 3)
+    p_rate, _ = _prefill_rate(p_setup, request, transfer + stream, p_levels)
+    if not p_rate:
+        return None
+    p_gpus, d_gpus = p_setup.shape.gpus, d_setup.shape.gpus
+    x, y, _ = _ratio(handoff.total, p_gpus, d_gpus, p_rate, d_level.req_s)
+    slo, per_decode = request.slo, d_level.concurrency or max(round(d_level.mean_running), 1)
+    work = Workload(request.input_tokens, 1, p_setup.workload.cached_tokens)
+    while x and x * p_gpus + y * d_gpus <= handoff.total:
+        rate = min(x * p_rate, y * d_level.req_s)
+        key = (-(-y * per_decode // x), round(rate / x, 6))  # users and prompts a second per prefill replica
+        if key not in stepped:
+            stepped[key] = prompts_in_step(p_setup.base, work, *key)
+        ttft = stepped[key]
+        if ttft.p50 + transfer + stream <= slo.ttft_p50_ms and (ttft.p99 or 0) + transfer + stream <= slo.ttft_p99_ms:
+            per_gpu = rate / (x * p_gpus + y * d_gpus)
+            return _Split(x, y, rate, per_gpu, p_setup, d_setup, d_level, transfer, stream, ttft)
+        x += 1
+    return None
 
 
 def _notes(request: PerfRequest, options: TopologyOptions, handoff: _Handoff, transfer_ms: float) -> list[Wording]:
@@ -305,9 +341,7 @@ def disaggregated(request: PerfRequest, options: TopologyOptions) -> TopologyEst
 def _met(request: PerfRequest, best: _Split, handoff: _Handoff, notes: tuple[Wording, ...]) -> TopologyEstimate:
     """The figures of the pools found: TTFT at their load plus the handoff, the decode pool's TPOT, per GPU."""
     p_gpus, d_gpus = best.p.shape.gpus, best.d.shape.gpus
-    at_load = poisson_level(
-        best.p.base, Workload(request.input_tokens, 1, best.p.workload.cached_tokens), request.slo, best.rate / best.x
-    ).ttft_ms
+    at_load = best.prefill_ttft
     used = best.x * p_gpus + best.y * d_gpus
     out = best.rate * request.output_tokens
     handed = best.transfer_ms + best.stream_ms

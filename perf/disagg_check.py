@@ -18,7 +18,7 @@ from perf.errors import PerfError
 from perf.fitset import DATA, fitset_config
 from perf.inputs import PerfRequest, Slo
 from perf.kv_transfer import AUTO_LINK, kv_bytes_per_request, kv_transfer_ms, pool_link
-from perf.levels import closed_level, poisson_level
+from perf.levels import closed_level, prompts_in_step
 from perf.resolve import resolve
 from perf.simulate import Workload
 
@@ -149,12 +149,11 @@ def pool_levels(
     """TTFT and TPOT p50 (ms) of fixed pools under a closed loop of `per_decode` users on every decode replica.
 
     The decode pool runs the closed loop. Its users cycle through prefill and decode, so when the prefill pool
-    cannot keep up, they queue before it (Little's law: users = rate x (TTFT + decode time)); otherwise each
-    prefill replica sees the rate as Poisson arrivals. A closed loop of fixed lengths, as these benchmarks run, also
-    keeps its users in step: they finish together and send their next prompts together, so each prefill replica
-    takes its users' prompts as one burst, and the median prompt waits while half the burst is prefilled. TTFT is
-    the longest of those three waits, plus the KV handoff (NVLink inside one domain, else InfiniBand) and the wait
-    for a seat and KV room in the decode replica.
+    cannot keep up, they queue before it (Little's law: users = rate x (TTFT + decode time)). Otherwise each
+    prefill replica takes its users' prompts as a closed loop sends them (perf.levels.prompts_in_step): the first
+    wave at once, later ones as Poisson arrivals at the rate, each read out with the one-pool readout's factor.
+    TTFT is the longer of those two waits, plus the KV handoff (NVLink inside one domain, else InfiniBand) and the
+    wait for a seat and KV room in the decode replica.
     """
     p_setup, d_setup = resolve(prefill), resolve(decode)
     work = Workload(decode.input_tokens, decode.output_tokens, cached_tokens=max(decode.input_tokens - 1, 0))
@@ -170,11 +169,10 @@ def pool_levels(
     saturated = closed_level(p_setup.base, prefill_work, prefill.slo, per_replica)
     capacity_rps = saturated.req_s * prefill_replicas  # the most prompts a second the prefill pool takes
     queued_ms = (users / capacity_rps - decode_s) * 1000 if capacity_rps else 0.0
-    burst_ms = per_replica / 2 / saturated.req_s * 1000 if saturated.req_s else 0.0  # half a burst, prefilled
     rate = min(level.req_s * decode_replicas, capacity_rps * 0.98) / prefill_replicas
-    open_ms = poisson_level(p_setup.base, prefill_work, prefill.slo, rate).ttft_ms.p50
+    in_step_ms = prompts_in_step(p_setup.base, prefill_work, per_replica, rate).p50
     waits_ms = level.ttft_ms.p50  # for a seat and KV room in the decode replica, and its first step
-    return max(open_ms, queued_ms, burst_ms) + transfer + waits_ms, level.tpot_ms.p50
+    return max(in_step_ms, queued_ms) + transfer + waits_ms, level.tpot_ms.p50
 
 
 def ratios(rows: list[Checked]) -> dict[str, list[float]]:

@@ -13,6 +13,9 @@ from perf.replay import replayed_closed_loop
 from perf.result import LevelEstimate, Percentiles
 from perf.simulate import Engine, Workload, poisson
 
+UNBOUNDED_MS = 1e12  # an SLO term a level is not judged by
+_UNBOUNDED_SLO = Slo(ttft_p50_ms=UNBOUNDED_MS, ttft_p99_ms=UNBOUNDED_MS, tpot_p50_ms=UNBOUNDED_MS)
+
 Array = npt.NDArray[np.float64]
 
 
@@ -126,6 +129,36 @@ def poisson_level(engine: Engine, workload: Workload, slo: Slo, rate_rps: float)
         rate=rate_rps,
         readout=engine.ttft_readout,
     )
+
+
+def prompts_in_step(engine: Engine, workload: Workload, users: int, rate_rps: float) -> Percentiles:
+    """TTFT of a replica that only prefills, sent prompts as a closed loop of `users` sends them (ms).
+
+    The first wave arrives at once; the later prompts come as the users' answers end, taken here as Poisson arrivals
+    at `rate_rps`. A closed-loop level has `closed_loop_requests(users)` requests, `users` of them in the first wave,
+    so the two parts weigh in that proportion, each read out with its own factor, as a one-pool closed loop's are
+    (perf.readout): the burst and the steady flow are judged as the one-pool copy is.
+    """
+    wave = replayed_closed_loop(engine, workload, users, users)
+    flow = poisson(engine, workload, rate_rps, _sim_int("poisson_requests"), _sim_int("poisson_seed"))
+    arrival, first, finish = flow.times_s()
+    later = max(closed_loop_requests(users) - users, 1)
+    repeats = max(round(len(arrival) * users / later), 1)  # the first wave's share of the requests
+    in_flight = len(arrival) / max(flow.span_s, 1e-9) * float(np.mean(finish - arrival))
+    prompt = workload.input_tokens - workload.cached_tokens
+    waves = np.tile(wave.first_s - wave.arrival_s, repeats)
+    flows = first - arrival
+    ttft = (
+        np.concatenate(
+            (
+                reported_ttft_s(engine.ttft_readout, waves, np.zeros_like(waves), prompt, in_flight=in_flight),
+                reported_ttft_s(engine.ttft_readout, np.zeros_like(flows), flows, prompt, in_flight=in_flight),
+            )
+        )
+        * 1000
+    )
+    p50, p99 = _quantiles(ttft, 50, 99)
+    return Percentiles(p50=round(p50, 3), p99=round(p99, 3), mean=round(float(np.mean(ttft)), 3))
 
 
 def search_concurrency(level: Callable[[int], LevelEstimate], ceiling: int) -> int | None:

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from catalog import find_gpu, find_model
 from catalog.models import ModelSpec
+from i18n import N_
 from perf import PerfError, Slo, request_from_advice
 from perf.disagg import disaggregated
 from perf.resolve import node_gpus
@@ -22,7 +23,7 @@ from selector.rules import load_rules
 from tco.compare_inputs import CompareInputs
 from tco.cost import capacity_of, fleet_of
 from tco.inputs import TcoInputs
-from tco.options import RankedOption
+from tco.options import RankedOption, left_out
 from tco.tokens import tokens_by_kind
 
 DISAGG_TWINS = 2
@@ -60,8 +61,12 @@ def _advice(gpu: str, gpus: int, model: str, engine: str, quant: str, in_tokens:
     )
 
 
-def twin(inputs: CompareInputs, option: RankedOption) -> RankedOption | None:
-    """The option as separate prefill and decode pools, priced per xPyD unit (None: the rules or the SLO say no)."""
+def twin(inputs: CompareInputs, option: RankedOption) -> RankedOption | str | None:
+    """The option as separate prefill and decode pools, priced per xPyD unit.
+
+    None where the advisor's rules say two pools could not pay (nothing tried); a reason for `Ranking.skipped`
+    where they were tried and no layout met the SLO, or none could be estimated.
+    """
     model = find_model(inputs.model)
     gpu = find_gpu(option.gpu_id)
     reach = pool_reach(model, option.gpus_per_replica)
@@ -80,9 +85,16 @@ def twin(inputs: CompareInputs, option: RankedOption) -> RankedOption | None:
     try:
         split = _split(key, inputs.in_tokens_per_request, inputs.out_tokens_per_request, inputs.slo)
     except PerfError:
-        return None
+        return left_out(
+            N_("separate prefill and decode pools of {gpu}: no layout tried could be estimated"), gpu=gpu.name
+        )
     if not split.meets_slo:
-        return None
+        return left_out(N_("separate prefill and decode pools of {gpu}: no layout tried meets the SLO"), gpu=gpu.name)
+    return _priced(option, split)
+
+
+def _priced(option: RankedOption, split: TopologyEstimate) -> RankedOption:
+    """The one-pool option made its two-pool twin: one xPyD unit, its figures, bands and basis, priced."""
     pools = xpyd(
         split.prefill.replicas, split.prefill.gpus_per_replica, split.decode.replicas, split.decode.gpus_per_replica
     )
@@ -121,13 +133,15 @@ def twin(inputs: CompareInputs, option: RankedOption) -> RankedOption | None:
     )
 
 
-def twins(inputs: CompareInputs, ranked: tuple[RankedOption, ...]) -> list[RankedOption]:
+def twins(inputs: CompareInputs, ranked: tuple[RankedOption, ...]) -> tuple[list[RankedOption], list[str]]:
     """Disaggregated twins of the cheapest SLO-meeting options (in ranked order), where two pools could pay.
 
     One twin per GPU, count and engine: two formats of one deployment that estimate alike (AWQ and GPTQ) would
-    spend the second twin on the same unit, so the next cheapest deployment gets it instead.
+    spend the second twin on the same unit, so the next cheapest deployment gets it instead. Also the reasons of
+    the twins tried and not made, for the page's list of what was left out.
     """
     out: list[RankedOption] = []
+    reasons: list[str] = []
     seen: set[tuple[str, int, str]] = set()
     for option in (o for o in ranked if o.meets_slo):
         deployment = (option.gpu_id, option.gpus_per_replica, option.engine)
@@ -137,6 +151,8 @@ def twins(inputs: CompareInputs, ranked: tuple[RankedOption, ...]) -> list[Ranke
             continue
         seen.add(deployment)
         found = twin(inputs, option)
-        if found is not None:
+        if isinstance(found, str):
+            reasons.append(found)
+        elif found is not None:
             out.append(found)
-    return out
+    return out, reasons

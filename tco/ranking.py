@@ -112,7 +112,10 @@ def rank(
             refusals[candidate.gpu][point] += 1
             continue
         options.append(price_option(inputs, candidate, split, point, prices))
-    options.extend(twins(inputs, ordered(options, inputs.rank_by)))  # separate pools, where they could pay
+    paired, unpaired = twins(inputs, ordered(options, inputs.rank_by))  # separate pools, where they could pay
+    options.extend(paired)
+    for reason in unpaired:
+        skipped[reason] += 1
     if progress is not None:
         progress(len(found), len(found))
     return Ranking(

@@ -48,12 +48,10 @@ def test_long_prompts_and_tight_tpot_favour_two_pools_with_more_prefill_gpus() -
 def test_short_prompts_stay_in_one_pool() -> None:
     """Throughput within a TPOT limit: prefill is a sliver of the work, so a second pool buys nothing.
 
-    The TTFT limit is loose on purpose. At 300 ms the one-pool copy is held back by its closed loop's first wave
-    (every user's prompt at once), which the prefill pool's steady Poisson arrivals never see: a difference of the
-    two methods, not of the topologies.
+    The default TTFT limits hold both topologies to a closed loop's first wave (every user's prompt at once): the
+    one-pool copy in its own loop, the prefill pool as its users send their prompts (perf.levels.prompts_in_step).
     """
-    slo = Slo(ttft_p50_ms=1000, ttft_p99_ms=4000, tpot_p50_ms=50)
-    request = LONG_TIGHT.model_copy(update={"input_tokens": 100, "output_tokens": 1000, "slo": slo})
+    request = LONG_TIGHT.model_copy(update={"input_tokens": 100, "output_tokens": 1000, "slo": Slo(tpot_p50_ms=50)})
     result = estimate_topology(request, TopologyOptions(topology="best", total_gpus=16))
     assert result.chosen.topology == "agg"
     assert result.alternative is not None and result.alternative.topology == "disagg"

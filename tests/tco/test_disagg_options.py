@@ -58,9 +58,10 @@ def test_frontier_figure_draws_one_line_per_topology_ordered_by_speed_per_user()
 def test_a_mixture_of_experts_that_needs_a_whole_node_is_ranked_as_pools_over_several_nodes() -> None:
     """DeepSeek-R1 on H20s: the cheapest option is wide expert parallelism in separate pools, not one node's copy.
 
-    With a 2 s TTFT limit. At the handbook's 300 ms, pools of one node each came out cheaper once the fit set was
-    mended (2026-12-06; 6P2D of 8-GPU replicas, still cheaper than one pool); why a decode replica over two nodes
-    stops paying there was not examined.
+    With a 3 s TTFT limit. A decode replica over two nodes holds more users, and each prefill replica takes its users'
+    prompts as a closed loop sends them, the first wave at once (perf.levels.prompts_in_step, since 2026-12-07):
+    1,500-token prompts of a 37-billion-active-parameter model on H20s make a long wave. At 2 s pools of one node
+    each win (5P2D of 8-GPU replicas, still cheaper than one pool); at the handbook's 300 ms one pool does.
     """
     inputs = {
         "model": "deepseek-r1",
@@ -69,7 +70,7 @@ def test_a_mixture_of_experts_that_needs_a_whole_node_is_ranked_as_pools_over_se
         "counts": (8,),
         "in_tokens_per_request": 1500,
         "out_tokens_per_request": 300,
-        "ttft_p50_ms": 2000,
+        "ttft_p50_ms": 3000,
         "ttft_p99_ms": 10000,
     }
     ranking = rank(CompareInputs.model_validate(inputs))
@@ -83,3 +84,19 @@ def test_a_mixture_of_experts_that_needs_a_whole_node_is_ranked_as_pools_over_se
     assert ranking.options[0] == twin
     twins = [o for o in ranking.options if o.topology == "disagg"]
     assert len({(o.gpu_id, o.engine) for o in twins}) == len(twins)  # not AWQ and GPTQ of one deployment twice
+
+
+def test_a_twin_tried_that_meets_no_slo_is_listed_with_why() -> None:
+    """At the handbook's 300 ms no two-pool layout of DeepSeek-R1 on H20s meets the TTFT limit: the page says so."""
+    inputs = {
+        "model": "deepseek-r1",
+        "gpu_names": ("h20-96gb",),
+        "engines": ("vllm",),
+        "counts": (8,),
+        "in_tokens_per_request": 1500,
+        "out_tokens_per_request": 300,
+    }
+    ranking = rank(CompareInputs.model_validate(inputs))
+    assert not [o for o in ranking.options if o.topology == "disagg"]
+    reason = "separate prefill and decode pools of H20 96GB: no layout tried meets the SLO"
+    assert ranking.skipped.get(reason, 0) >= 1
