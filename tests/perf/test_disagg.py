@@ -12,7 +12,10 @@ from perf.coefficients import family_for
 from perf.disagg import estimate_topology
 from perf.inputs import PerfRequest, Slo
 from perf.kv_transfer import kv_transfer_ms
+from perf.levels import UNBOUNDED_MS, poisson_level, prompts_in_step
 from perf.readout import TTFT_TERMS
+from perf.resolve import resolve
+from perf.simulate import Workload
 from perf.topology import TopologyOptions, min_gain
 
 LONG_TIGHT = PerfRequest(
@@ -201,3 +204,15 @@ def test_the_decode_pool_holds_no_more_streams_than_the_ttft_limit_pays_for() ->
     users_per_decode = chosen.output_tok_s / chosen.tok_s_per_user / chosen.decode.replicas
     assert per_stream_ms > 0 and users_per_decode > 100
     assert chosen.kv_transfer_ms + users_per_decode * per_stream_ms <= chosen.ttft_ms.p50 <= 3000
+
+
+def test_a_prefill_replica_waits_longer_the_more_users_send_their_first_wave_at_once() -> None:
+    """Prompts sent as a closed loop sends them: at one rate, more users mean a longer first wave, never less wait
+    than the steady Poisson arrivals alone, and 16 times the users at least twice the p99 (the last of the wave)."""
+    setup = resolve(LONG_TIGHT.model_copy(update={"gpus": 1, "output_tokens": 1}))
+    work = Workload(4000, 1)
+    unbounded = Slo(ttft_p50_ms=UNBOUNDED_MS, ttft_p99_ms=UNBOUNDED_MS, tpot_p50_ms=UNBOUNDED_MS)
+    steady = poisson_level(setup.base, work, unbounded, 1.0).ttft_ms
+    few, many = (prompts_in_step(setup.base, work, users, 1.0) for users in (2, 32))
+    assert steady.p50 * 0.99 <= few.p50 < many.p50
+    assert (many.p99 or 0) > 2 * (few.p99 or 0) and (many.p99 or 0) > (steady.p99 or 0)
