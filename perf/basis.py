@@ -1,10 +1,11 @@
 """What an estimate rests on and how far to trust it: the basis in words, and a band for each of its three figures."""
 
+import math
 from collections.abc import Sequence
 
 from catalog import Gpu
 from i18n import N_
-from perf.bands import NEW_ARCH, POOLED_KEY, band_key, choose, widened, widening_for
+from perf.bands import NEW_ARCH, POOLED_KEY, BandStats, band_key, choose, widened, widening_for
 from perf.calibrate import Correction
 from perf.coefficients import load_coefficients
 from perf.fitset import Point
@@ -74,6 +75,61 @@ def _calibrated_bands(fix: Correction, fallback: dict[str, Band]) -> dict[str, B
     return out
 
 
+_SHORT_NAMES = {"output_tok_s": "tok/s", "tpot_ms": "TPOT", "ttft_ms": "TTFT"}
+
+
+def _said_outside(
+    basis: Wording, bands: dict[str, BandStats], engine: str, arch: str, quoted: dict[str, Band]
+) -> Wording:
+    """The basis, and the figures its engine's held-out sources on this architecture mostly measured outside the band.
+
+    A band is shrunk towards the engine's on other GPUs when few sources measured it here; when those few say the
+    band is too kind (the centre of their own band lies outside it), the estimate says so in words as well.
+    """
+    found, sources = [], 0
+    for metric in METRICS:
+        own = bands.get(band_key(metric, engine, arch))
+        band = quoted[metric]
+        if own is None or band.low_ratio <= math.sqrt(own.low_ratio * own.high_ratio) <= band.high_ratio:
+            continue
+        found.append(f"{_SHORT_NAMES[metric]} {own.low_ratio:.2f}–{own.high_ratio:.2f}×")
+        sources = max(sources, own.groups)
+    if not found:
+        return basis
+    return Wording(
+        template=N_(
+            "{basis}. Beware: on {arch} GPUs, {engine}'s {sources} held-out source(s) measured {figures} the estimate, "
+            "outside its band (shrunk towards {engine} on other GPUs)"
+        ),
+        values=(
+            ("basis", basis),
+            ("arch", arch),
+            ("engine", engine),
+            ("sources", str(sources)),
+            ("figures", ", ".join(found)),
+        ),
+    )
+
+
+def _fitted(source: Wording, family: str, engine: str, version: str, gpu: Gpu) -> Wording:
+    """The basis of an estimate whose engine and release are in the fit set, on this GPU architecture."""
+    coefficients = load_coefficients()
+    return Wording(
+        template=N_(
+            "fitted: {source} coefficients from {points} public measurements; {engine} {version} and {engine} on "
+            "{arch} GPUs are in the fit set ({pairs} model/GPU pairs for {engine})"
+        ),
+        values=(
+            ("source", source),
+            ("points", str(coefficients.families[family].points)),
+            ("engine", engine),
+            ("version", version),
+            ("arch", str(gpu.arch)),
+            ("pairs", str(len(coefficients.fitted_groups.get(engine, [])))),
+        ),
+    )
+
+
 def band_and_basis(
     gpu: Gpu,
     engine: str,
@@ -108,21 +164,11 @@ def band_and_basis(
             ),
             values=(("gaps", Wording.joined(gaps)), ("source", source)),
         )
+        wording = _said_outside(wording, coefficients.bands, engine, str(gpu.arch), held_out)
         return held_out, Basis(kind="extrapolated", text=wording.worded(), wording=wording)
     if on_this_arch:
-        wording = Wording(
-            template=N_(
-                "fitted: {source} coefficients from {points} public measurements; {engine} {version} and {engine} on "
-                "{arch} GPUs are in the fit set ({pairs} model/GPU pairs for {engine})"
-            ),
-            values=(
-                ("source", source),
-                ("points", str(coefficients.families[family].points)),
-                ("engine", engine),
-                ("version", version),
-                ("arch", str(gpu.arch)),
-                ("pairs", str(len(coefficients.fitted_groups.get(engine, [])))),
-            ),
+        wording = _said_outside(
+            _fitted(source, family, engine, version, gpu), coefficients.bands, engine, str(gpu.arch), held_out
         )
         return held_out, Basis(kind="fitted", text=wording.worded(), wording=wording)
     wording = Wording(

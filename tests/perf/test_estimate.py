@@ -4,6 +4,7 @@ import pytest
 
 from catalog import load_handbook
 from perf import Calibration, MeasuredLevel, NoEstimateError, PerfError, PerfRequest, Slo, estimate
+from perf.coefficients import load_coefficients
 
 SEED = load_handbook().seed_benchmark
 HANDBOOK = PerfRequest(
@@ -232,3 +233,16 @@ def test_a_request_from_advice_estimates_the_asked_deployment_and_a_custom_model
     pinned = asked.model_copy(update={"engine": "vllm", "engine_version": "0.6.5"})
     assert request_from_advice(pinned, "vllm", "fp8").engine_version == "0.6.5"
     assert request_from_advice(pinned, "sglang", "fp8", engine_version="").engine_version == ""
+
+
+def test_an_estimate_says_when_its_few_sources_on_this_architecture_measured_outside_its_band() -> None:
+    """vLLM's two held-out sources on MI300X measured TTFT far slower than the band shrunk towards vLLM elsewhere."""
+    request = PerfRequest(gpu="MI300X", gpus=8, model="deepseek-r1", engine="vllm", quant="fp8", concurrency=(32,))
+    est = estimate(request)
+    own = load_coefficients().bands["ttft_ms|vllm|CDNA3"]
+    assert (
+        not est.bands["ttft_ms"].low_ratio <= (own.low_ratio * own.high_ratio) ** 0.5 <= est.bands["ttft_ms"].high_ratio
+    )
+    assert f"TTFT {own.low_ratio:.2f}–{own.high_ratio:.2f}×" in est.basis.text and "Beware" in est.basis.text
+    on_hopper = estimate(request.model_copy(update={"gpu": "H100"}))
+    assert "Beware" not in on_hopper.basis.text
