@@ -205,7 +205,7 @@ def test_advisor_bad_link_warns_once_and_keeps_working(page: Page, app_url: str)
     assert metric_value(page, "Engine")  # the advice is there
     type_into(number_field(page, "GPUs (one node)"), 4)
     wait_for_query(page, {"gpus": "4", "workload": "rag"})
-    page.get_by_role("tab", name="Memory fit").click()
+    show_tab(page, "Memory fit")
     expect(metric(page, "Layout")).to_have_text(re.compile(r"^TP 4$|× [24] replicas"))  # the four GPUs are used
     expect(page.locator(WARNING)).to_have_count(0)
     assert_no_traceback(page)
