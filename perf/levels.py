@@ -143,7 +143,7 @@ def prompts_in_step(engine: Engine, workload: Workload, users: int, rate_rps: fl
     flow = poisson(engine, workload, rate_rps, _sim_int("poisson_requests"), _sim_int("poisson_seed"))
     arrival, first, finish = flow.times_s()
     later = max(closed_loop_requests(users) - users, 1)
-    repeats = max(round(len(arrival) * users / later), 1)  # the first wave's share of the requests
+    repeats = max(round(len(arrival) / later), 1)  # the first wave holds users / (users + later) of the requests
     in_flight = len(arrival) / max(flow.span_s, 1e-9) * float(np.mean(finish - arrival))
     prompt = workload.input_tokens - workload.cached_tokens
     waves = np.tile(wave.first_s - wave.arrival_s, repeats)

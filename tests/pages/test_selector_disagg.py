@@ -47,12 +47,7 @@ def test_in_chinese() -> None:
 
 
 def test_a_mixture_of_experts_that_needs_the_whole_node_is_sent_to_compare_for_pools_over_nodes() -> None:
-    """DeepSeek-R1 on 8x H20: one node holds one copy, so the tab points to /compare, which ranks pools over nodes.
-
-    The link carries the advisor's request and the handbook's SLO, at which no two-pool layout meets 300 ms (each
-    prefill replica takes its users' first wave of 1,500-token prompts at once); with the TTFT limit loosened on
-    /compare, as a user would, the pools over nodes are ranked.
-    """
+    """DeepSeek-R1 on 8x H20: one node holds one copy, so the tab points to /compare, which ranks pools over nodes."""
     from urllib.parse import parse_qsl
 
     asked = {"gpu": "H20", "gpus": "8", "model": "deepseek-r1", "engine": "vllm", "in_tokens": "1500"}
@@ -64,7 +59,7 @@ def test_a_mixture_of_experts_that_needs_the_whole_node_is_sent_to_compare_for_p
     assert link.proto.page == "compare"
     carried = dict(parse_qsl(link.proto.query_string))
     assert (carried["model"], carried["gpu_names"], carried["engines"]) == ("deepseek-r1", "h20-96gb", "vllm")
-    ranked = open_page("compare", {**carried, "ttft_p50": "3000", "ttft_p99": "10000"}, timeout_s=240)
+    ranked = open_page("compare", carried, timeout_s=240)
     assert not ranked.exception and not ranked.error
     table = ranked.dataframe[0].value
     wide = table[table["topology"].str.startswith("disaggregated")]
