@@ -143,11 +143,9 @@ def prompts_in_step(engine: Engine, workload: Workload, users: int, rate_rps: fl
     flow = poisson(engine, workload, rate_rps, _sim_int("poisson_requests"), _sim_int("poisson_seed"))
     arrival, first, finish = flow.times_s()
     later = max(closed_loop_requests(users) - users, 1)
-    repeats = max(round(len(arrival) / later), 1)  # the first wave holds users / (users + later) of the requests
     in_flight = len(arrival) / max(flow.span_s, 1e-9) * float(np.mean(finish - arrival))
     prompt = workload.input_tokens - workload.cached_tokens
-    waves = np.tile(wave.first_s - wave.arrival_s, repeats)
-    flows = first - arrival
+    waves, flows = wave.first_s - wave.arrival_s, first - arrival
     ttft = (
         np.concatenate(
             (
@@ -157,8 +155,19 @@ def prompts_in_step(engine: Engine, workload: Workload, users: int, rate_rps: fl
         )
         * 1000
     )
-    p50, p99 = _quantiles(ttft, 50, 99)
-    return Percentiles(p50=round(p50, 3), p99=round(p99, 3), mean=round(float(np.mean(ttft)), 3))
+    # the first wave holds users / (users + later) of the requests, the flow the rest
+    weights = np.concatenate((np.full(len(waves), users / len(waves)), np.full(len(flows), later / len(flows))))
+    p50, p99 = _weighted_quantiles(ttft, weights, 50, 99)
+    mean = float(np.average(ttft, weights=weights))
+    return Percentiles(p50=round(p50, 3), p99=round(p99, 3), mean=round(mean, 3))
+
+
+def _weighted_quantiles(values: Array, weights: Array, *qs: float) -> list[float]:
+    """Percentiles of values that count `weights` times each (midpoint interpolation of the cumulative weight)."""
+    order = np.argsort(values)
+    ordered, w = values[order], weights[order]
+    cumulative = (np.cumsum(w) - w / 2) / w.sum()
+    return [float(np.interp(q / 100, cumulative, ordered)) for q in qs]
 
 
 def search_concurrency(level: Callable[[int], LevelEstimate], ceiling: int) -> int | None:
