@@ -257,7 +257,7 @@ def _split(
     replicas are added until that TTFT meets the SLO too.
     """
     p_setup, p_levels, stepped = prefill
-    if d_level is None:
+    if d_level is None or not d_level.req_s:
         return None
     stream = round(_stream_ms(d_setup, d_level.concurrency or d_level.mean_running), 3)
     p_rate, _ = _prefill_rate(p_setup, request, transfer + stream, p_levels)
