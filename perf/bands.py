@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from catalog import find_gpu, find_model
 from perf.fitset import Point
 from perf.hardware import model_facts
+from perf.quantiles import weighted_percentiles
 from perf.validate import METRICS, Prediction
 
 POOLED_KEY = "all"
@@ -76,15 +77,6 @@ def widened(low: float, high: float, factor: float) -> tuple[float, float]:
     """A band's ends moved `factor` times as far from its centre in log space (below 1: nearer)."""
     centre = math.sqrt(low * high)
     return centre * (low / centre) ** factor, centre * (high / centre) ** factor
-
-
-def weighted_percentiles(values: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
-    """Percentiles of `values` where each value counts `weights` times (midpoint interpolation)."""
-    order = np.argsort(values)
-    v = np.asarray(values, dtype=float)[order]
-    w = np.asarray(weights, dtype=float)[order]
-    cum = (np.cumsum(w) - w / 2) / w.sum()
-    return [float(np.interp(q / 100, cum, v)) for q in qs]
 
 
 def stats(ratios: Sequence[float], units: Sequence[str]) -> BandStats | None:

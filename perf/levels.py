@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 from perf.hardware import model_facts
 from perf.inputs import Slo
+from perf.quantiles import weighted_percentiles
 from perf.readout import NEUTRAL_READOUT, reported_ttft_s
 from perf.replay import replayed_closed_loop
 from perf.result import LevelEstimate, Percentiles
@@ -157,17 +158,9 @@ def prompts_in_step(engine: Engine, workload: Workload, users: int, rate_rps: fl
     )
     # the first wave holds users / (users + later) of the requests, the flow the rest
     weights = np.concatenate((np.full(len(waves), users / len(waves)), np.full(len(flows), later / len(flows))))
-    p50, p99 = _weighted_quantiles(ttft, weights, 50, 99)
+    p50, p99 = weighted_percentiles(list(ttft), list(weights), (50, 99))
     mean = float(np.average(ttft, weights=weights))
     return Percentiles(p50=round(p50, 3), p99=round(p99, 3), mean=round(mean, 3))
-
-
-def _weighted_quantiles(values: Array, weights: Array, *qs: float) -> list[float]:
-    """Percentiles of values that count `weights` times each (midpoint interpolation of the cumulative weight)."""
-    order = np.argsort(values)
-    ordered, w = values[order], weights[order]
-    cumulative = (np.cumsum(w) - w / 2) / w.sum()
-    return [float(np.interp(q / 100, cumulative, ordered)) for q in qs]
 
 
 def search_concurrency(level: Callable[[int], LevelEstimate], ceiling: int) -> int | None:
