@@ -125,14 +125,18 @@ class ProbeWorker:
             running=self.task is not None and not self.task.done(),
         )
 
-    async def stop(self) -> None:
-        """Stop sending: requests in flight are dropped (those finished wait for the next drain)."""
+    async def stop(self) -> Batch:
+        """Stop sending: requests in flight are dropped; those finished come back in the same answer (a drain).
+
+        One round trip, so a worker that answers the stop in time never loses what it finished to a second call.
+        """
         self._touch()
         task = self.task
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        return await self.drain()
 
     async def close(self) -> None:
         """Close its client."""

@@ -163,13 +163,12 @@ class Fleet:
         await _awaited(worker.handle.go.remote(start_wall_s + worker.offset_s))
 
     async def halt(self, ids: list[int], on_samples: SampleSink) -> None:
-        """Stop these workers (kill those that do not answer in time), then keep what they finished."""
-        stopped = await self._each(ids, lambda w: w.handle.stop.remote(), STOP_TIMEOUT_S)
+        """Stop these workers and keep what they finished (the stop answers with it); kill those not answering."""
+        answered = await self._drain(ids, on_samples, {}, final=True, timeout_s=STOP_TIMEOUT_S, call="stop")
         for w in ids:
-            if w not in stopped and self.workers[w].alive:
+            if self.workers[w].alive and w not in answered:
                 self.ray.kill(self.workers[w].handle, no_restart=True)
                 self._lose(w, RuntimeError("did not stop when asked; killed"), record=False)
-        await self._drain(stopped, on_samples, {}, final=True, timeout_s=STOP_TIMEOUT_S)
 
     async def close(self) -> None:
         """End every worker (their clients closed when they answer in time) and leave Ray."""
@@ -238,12 +237,18 @@ class Fleet:
         *,
         final: bool,
         timeout_s: float = DRAIN_TIMEOUT_S,
-    ) -> None:
+        call: str = "drain",
+    ) -> list[int]:
+        """Keep each live worker's finished samples, asked by `call` ("drain", or "stop", which also stops it).
+
+        Returns the workers that answered in time (one that failed is recorded as lost).
+        """
         live = [w for w in ids if self.workers[w].alive]
         batches = await asyncio.gather(
-            *(asyncio.wait_for(_awaited(self.workers[w].handle.drain.remote()), timeout_s) for w in live),
+            *(asyncio.wait_for(_awaited(getattr(self.workers[w].handle, call).remote()), timeout_s) for w in live),
             return_exceptions=True,
         )
+        answered: list[int] = []
         for w, batch in zip(live, batches, strict=True):
             if isinstance(batch, TimeoutError):
                 continue
@@ -260,7 +265,9 @@ class Fleet:
             if final:
                 worker.cpu_s += batch.cpu_s
                 worker.wall_s += batch.wall_s
+            answered.append(w)
         self._show()
+        return answered
 
     def _count(self, worker: _Worker, samples: Sequence[RequestSample]) -> None:
         for sample in samples:
