@@ -10,6 +10,7 @@ from probes import RunSettings, Timeouts
 
 FAST = Behaviour(ttft_ms=20, tpot_ms=2, tokens=12)
 SHORT_TIMEOUTS = Timeouts(connect_s=2, ttft_s=0.6, stall_s=0.3, overlength_extra_tokens=4)
+GENEROUS_TIMEOUTS = Timeouts(connect_s=2, ttft_s=30, stall_s=30, overlength_extra_tokens=4)
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def settings_for(server: FakeServer, model: str = "fake", **changes: Any) -> Run
         "model": model,
         "concurrency": (1,),
         "requests_per_level": 2,
-        "timeouts": SHORT_TIMEOUTS,
+        "timeouts": GENEROUS_TIMEOUTS,
     }
     values.update(changes)
     return RunSettings(**values)

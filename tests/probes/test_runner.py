@@ -24,7 +24,7 @@ from probes import (
 from probes.sink import MemorySink
 from probes.workloads import SEED_PROMPTS, build_prompts
 from settings import Settings
-from tests.probes.conftest import settings_for
+from tests.probes.conftest import SHORT_TIMEOUTS, settings_for
 from tests.support import free_port, wait_until
 
 
@@ -128,6 +128,7 @@ def test_every_fault_ends_in_time_with_its_kind_and_partial_timings(fake) -> Non
                 max_tokens=8 if fault == "never_end" else 128,
                 scrape_metrics=False,
                 requests_per_level=1,
+                timeouts=SHORT_TIMEOUTS,
             )
             for fault, _, _ in FAULTS
         ]
