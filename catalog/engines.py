@@ -98,6 +98,7 @@ class ServingEngine(BaseModel):
     primary_backend_archs: tuple[str, ...] = ()  # architectures the preferred backend loads (others use the next one)
     primary_backend_quant: tuple[str, ...] = ()  # quantization methods the preferred backend loads
     fallback_backend_quant: tuple[str, ...] = ()  # quantization methods the next backend loads
+    online_fp8_block: int = 0  # the block of its own FP8 quantization of a BF16 checkpoint at load (0: per tensor)
     source: str
     source_snapshot: str
 

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu, find_model
+from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu, find_model, get_engine
 from catalog.models import CUSTOM_MODEL, ModelSpec
 from i18n import N_
 from perf.coefficients import family_for, load_coefficients, newest_release
@@ -146,7 +146,10 @@ def _shape(request: PerfRequest, advice: Advice) -> ReplicaShape:
         raise PerfError(f"ep: {model.name} has no experts; expert parallelism needs a mixture-of-experts model")
     if ep > tp * dp:
         raise PerfError(f"ep: {ep} expert-parallel GPUs is more than the tp x dp = {tp * dp} GPUs of a stage")
-    problems = split_objections(model, advice.quantization, tp, expert_parallel=ep > 1, attention_data_parallel=False)
+    block = get_engine(advice.engine).online_fp8_block
+    problems = split_objections(
+        model, advice.quantization, tp, expert_parallel=ep > 1, attention_data_parallel=False, online_fp8_block=block
+    )
     if problems:
         raise PerfError("tp: the engines refuse " + f"--tp {tp}: " + "; ".join(p.worded() for p in problems))
     if pp > model.layers:

@@ -180,6 +180,7 @@ class AdviceContext:
             and model.kv_kind == "mla"
             and engine.id in book.attention_data_parallel.engines
             and not (latency_first and low_concurrency),
+            online_fp8_block=engine.online_fp8_block,
         )
 
     def fit(self, engine: ServingEngine, quant: str, kv: str, gpus: int | None = None) -> MemoryFit:

@@ -24,6 +24,7 @@ class Policy(BaseModel):
     expert_parallel: bool = False  # spread whole experts over the GPUs of a copy
     expert_parallel_allowed: bool = False  # the engine can, so use it when tensor parallelism breaks the experts
     attention_data_parallel: bool = False  # MLA: every GPU keeps its own sequences' latent KV
+    online_fp8_block: int | None = None  # the engine's FP8 at load, in blocks of this (None: as a block checkpoint)
 
 
 NO_POLICY = Policy()
@@ -130,8 +131,26 @@ def usable_gb_per_gpu(gpu: Gpu) -> float:
     return gpu.memory_gb * share - limits.runtime_overhead_gb_per_gpu
 
 
+def weight_group(model: ModelSpec, quant: str, online_fp8_block: int | None = None) -> int:
+    """The group of weights each GPU's slice must hold whole: the format's (catalog/data/quantization.csv).
+
+    FP8 is the exception: its group is the 128 x 128 block of a block-FP8 checkpoint. A model with no FP8 checkpoint
+    in the catalog is quantized at load from BF16, in the engine's own blocks (`online_fp8_block`; 0 for vLLM,
+    SGLang and TensorRT-LLM's ModelOpt, which scale per tensor; None when the engine is not known: as a checkpoint).
+    """
+    if quant == "fp8" and online_fp8_block is not None and not model.checkpoint("fp8"):
+        return online_fp8_block
+    return get_quant(quant).group_size
+
+
 def split_objections(
-    model: ModelSpec, quant: str, tensor_parallel: int, *, expert_parallel: bool, attention_data_parallel: bool
+    model: ModelSpec,
+    quant: str,
+    tensor_parallel: int,
+    *,
+    expert_parallel: bool,
+    attention_data_parallel: bool,
+    online_fp8_block: int | None = None,
 ) -> list[Objection]:
     """Why the engines refuse this tensor-parallel size for the model and format ([] when they accept it).
 
@@ -152,7 +171,7 @@ def split_objections(
                 t=t,
             )
         )
-    group = get_quant(quant).group_size
+    group = weight_group(model, quant, online_fp8_block)
     mlp = model.int4_intermediate_size if quant in {"awq", "gptq"} and model.int4_intermediate_size else 0
     mlp = mlp or model.intermediate_size
     has_dense = mlp and (not model.is_moe or model.moe_layers < model.layers)
@@ -167,12 +186,21 @@ def split_objections(
                 share=f"{mlp / t:g}",
             )
         )
-    if model.is_moe and expert_parallel and model.experts % t:
-        out.append(_objection(N_("{experts} experts do not spread evenly over {t} GPUs"), experts=model.experts, t=t))
+    if model.is_moe:
+        out.extend(_expert_objections(model, quant, t, group, expert_parallel=expert_parallel))
+    return out
+
+
+def _expert_objections(model: ModelSpec, quant: str, t: int, group: int, *, expert_parallel: bool) -> list[Objection]:
+    """split_objections for the experts: spread evenly whole, or split into whole groups."""
+    if expert_parallel:
+        if model.experts % t:
+            return [_objection(N_("{experts} experts do not spread evenly over {t} GPUs"), experts=model.experts, t=t)]
+        return []
     size = model.moe_intermediate_size
     pads = get_quant(quant).engines_pad_shards  # MXFP4: the engines round each share up to whole blocks
-    if model.is_moe and not expert_parallel and group and size and not pads and (size % t or (size // t) % group):
-        out.append(
+    if group and size and not pads and (size % t or (size // t) % group):
+        return [
             _objection(
                 N_(
                     "{method} needs whole groups of {group} per GPU, and each expert's {size} split {t} ways is "
@@ -184,8 +212,8 @@ def split_objections(
                 t=t,
                 share=f"{size / t:g}",
             )
-        )
-    return out
+        ]
+    return []
 
 
 def _weights_bytes_per_gpu(model: ModelSpec, quant: str, layout: Layout) -> float:
@@ -273,9 +301,14 @@ def _layout_for(model: ModelSpec, quant: str, t: int, policy: Policy) -> tuple[L
     moe = model.is_moe and t > 1
     adp = policy.attention_data_parallel and model.kv_kind == "mla" and t > 1
     ep = moe and (policy.expert_parallel or adp)
-    problems = split_objections(model, quant, t, expert_parallel=ep, attention_data_parallel=adp)
+    block = policy.online_fp8_block
+    problems = split_objections(
+        model, quant, t, expert_parallel=ep, attention_data_parallel=adp, online_fp8_block=block
+    )
     if problems and moe and not ep and policy.expert_parallel_allowed:
-        with_ep = split_objections(model, quant, t, expert_parallel=True, attention_data_parallel=adp)
+        with_ep = split_objections(
+            model, quant, t, expert_parallel=True, attention_data_parallel=adp, online_fp8_block=block
+        )
         if not with_ep:
             return Layout(tensor_parallel=t, expert_parallel=True, attention_data_parallel=adp), []
     if problems:

@@ -89,6 +89,24 @@ def test_mxfp4_experts_split_any_way_because_the_engines_pad_each_share_to_whole
     assert 8 not in valid_splits(find_model("qwen3-30b-a3b"), 8, "tensor", "fp8")
 
 
+def test_fp8_quantized_at_load_splits_any_way_but_a_block_checkpoint_or_lmdeploys_blocks_do_not() -> None:
+    # Qwen2.5-72B has no FP8 checkpoint: vLLM's --quantization fp8 scales its BF16 weights per tensor at load, so
+    # the MLP's 29,568 columns split 4 ways (7,392, not whole 128-blocks) still load. Four H20s then run one 4-GPU
+    # copy, not four 1-GPU copies squeezed beside 75 GB of weights.
+    advice = advise(AdviceRequest(gpu="h20", gpus=4, model="qwen2.5-72b", quant="fp8", engine="vllm"))
+    assert advice.memory.tensor_parallel == 4
+    assert (
+        "--tensor-parallel-size 4" in advice.launch.command_line and "--quantization fp8" in advice.launch.command_line
+    )
+    # LMDeploy quantizes the same weights in 128 x 128 blocks, so 4 ways is refused, and said so.
+    lmdeploy = advise(AdviceRequest(gpu="h20", gpus=4, model="qwen2.5-72b", quant="fp8", engine="lmdeploy"))
+    assert lmdeploy.memory.tensor_parallel == 1
+    assert any(d.rule_id == "gate.parallel_split" and "7392" in d.reason for d in lmdeploy.reasons)
+    # Qwen3-4B-FP8 is a published block checkpoint: its 9,728 columns split 8 ways (1,216) are refused with vLLM too.
+    qwen3 = advise(AdviceRequest(gpu="h100", gpus=8, model="qwen3-4b", quant="fp8", engine="vllm", concurrency=4096))
+    assert qwen3.memory.tensor_parallel != 8
+
+
 def test_many_expert_models_get_expert_parallelism_with_each_engines_flag() -> None:
     advice = advise(AdviceRequest(gpu="h200", gpus=8, model="qwen3-235b-a22b", concurrency=64))
     assert advice.memory.split > 1 and advice.memory.expert_parallel
