@@ -203,7 +203,8 @@ class AdviceContext:
     ) -> int | None:
         """The fewest GPUs of one node that hold the model: with the target concurrency (`target`), else one sequence.
 
-        `gpu` asks about another catalog GPU; `policy` applies the engine's expert and attention parallelism.
+        `gpu` asks about another catalog GPU; `policy` applies the engine's expert and attention parallelism (its
+        FP8 at load applies either way).
         """
         return min_gpus(
             self.model,
@@ -214,7 +215,7 @@ class AdviceContext:
             context=self.context_tokens,
             concurrency=self.request.concurrency if target else 1,
             meet_concurrency=target,
-            policy=self.policy(engine) if policy else Policy(),
+            policy=self.policy(engine) if policy else Policy(online_fp8_block=engine.online_fp8_block),
         )
 
 

@@ -98,6 +98,9 @@ def test_fp8_quantized_at_load_splits_any_way_but_a_block_checkpoint_or_lmdeploy
     assert (
         "--tensor-parallel-size 4" in advice.launch.command_line and "--quantization fp8" in advice.launch.command_line
     )
+    # The advice for too few GPUs counts the same way: two H100s hold it (TP2 splits the MLP into 14,784 columns).
+    short = advise(AdviceRequest(gpu="h100", gpus=1, model="qwen2.5-72b", quant="fp8", engine="vllm"))
+    assert any(s.startswith("More GPUs: 2x H100") for s in short.memory.suggestions), short.memory.suggestions
     # LMDeploy quantizes the same weights in 128 x 128 blocks, so 4 ways is refused, and said so.
     lmdeploy = advise(AdviceRequest(gpu="h20", gpus=4, model="qwen2.5-72b", quant="fp8", engine="lmdeploy"))
     assert lmdeploy.memory.tensor_parallel == 1
