@@ -197,7 +197,8 @@ def test_a_slow_run_keeps_beating_without_samples_and_is_never_marked(database_u
             assert sweeper.marked == 0 and sweeper.failures == 0
         finally:
             sweeper.stop()
-    assert seen == {RunStatus.RUNNING.value}
+    # Running throughout; the last look may already see it completed (stored just before the probe's thread ends).
+    assert RunStatus.RUNNING.value in seen and seen <= {RunStatus.RUNNING.value, RunStatus.COMPLETED.value}
     assert status(engine, recorder.run_id) == RunStatus.COMPLETED.value and not probe.sink_errors
     engine.dispose()
 
