@@ -10,7 +10,7 @@ from perf.calibrate import Correction
 from perf.coefficients import load_coefficients
 from perf.fitset import Point
 from perf.result import CALIBRATING_GROUP, Band, Basis, Wording
-from perf.validate import METRICS
+from perf.validate import METRIC_LABELS, METRICS
 
 
 def _calibrated_by(runs: Sequence[str], published: Sequence[Point]) -> Wording | str:
@@ -75,9 +75,6 @@ def _calibrated_bands(fix: Correction, fallback: dict[str, Band]) -> dict[str, B
     return out
 
 
-_SHORT_NAMES = {"output_tok_s": "tok/s", "tpot_ms": "TPOT", "ttft_ms": "TTFT"}
-
-
 def _said_outside(
     basis: Wording, bands: dict[str, BandStats], engine: str, arch: str, quoted: dict[str, Band]
 ) -> Wording:
@@ -92,7 +89,7 @@ def _said_outside(
         band = quoted[metric]
         if own is None or band.low_ratio <= math.sqrt(own.low_ratio * own.high_ratio) <= band.high_ratio:
             continue
-        found.append(f"{_SHORT_NAMES[metric]} {own.low_ratio:.2f}–{own.high_ratio:.2f}×")
+        found.append(f"{METRIC_LABELS[metric]} {own.low_ratio:.2f}–{own.high_ratio:.2f}×")
         sources = max(sources, own.groups)
     if not found:
         return basis

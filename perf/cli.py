@@ -24,6 +24,7 @@ from perf.inputs import PerfRequest
 from perf.npu_measurements import measured_lines
 from perf.result import Calibration, Estimate, MeasuredLevel
 from perf.topology import TOPOLOGY_FLAGS, TopologyOptions, add_topology_flags, render_topology
+from perf.validate import METRIC_LABELS, METRICS
 
 EXIT_OK, EXIT_NO_ESTIMATE = 0, 2
 
@@ -83,12 +84,8 @@ def _calibration(path: str, request: PerfRequest, resolved: Estimate) -> Calibra
 def render(result: Estimate) -> str:
     """A plain-text table for people."""
     bands = "; ".join(
-        f"{name} {b.low_ratio:.2f}-{b.high_ratio:.2f}"
-        for name, b in (
-            ("tok/s", result.bands["output_tok_s"]),
-            ("TPOT", result.bands["tpot_ms"]),
-            ("TTFT", result.bands["ttft_ms"]),
-        )
+        f"{METRIC_LABELS[metric]} {result.bands[metric].low_ratio:.2f}-{result.bands[metric].high_ratio:.2f}"
+        for metric in METRICS
     )
     lay = result.layout
     lines = [

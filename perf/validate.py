@@ -13,6 +13,8 @@ from perf.readout import NEUTRAL_READOUT, ttft_terms
 FitFn = Callable[[Sequence[Row]], tuple[float, ...]]
 METRICS = ("output_tok_s", "tpot_ms", "ttft_ms")
 """The three figures every estimate gives and every band covers."""
+METRIC_LABELS = {"output_tok_s": "tok/s", "tpot_ms": "TPOT", "ttft_ms": "TTFT"}
+"""Their short names where a line of text shows all three."""
 
 
 @dataclass(frozen=True)
