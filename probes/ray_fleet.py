@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 from probes.config import RunSettings
 from probes.errors import ProbeSettingsError
@@ -237,7 +237,7 @@ class Fleet:
         *,
         final: bool,
         timeout_s: float = DRAIN_TIMEOUT_S,
-        call: str = "drain",
+        call: Literal["drain", "stop"] = "drain",
     ) -> list[int]:
         """Keep each live worker's finished samples, asked by `call` ("drain", or "stop", which also stops it).
 

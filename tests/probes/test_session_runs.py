@@ -13,7 +13,7 @@ import pytest
 from fakeserver import WORDS, Behaviour, FakeServer, serve_in_thread
 from probes.__main__ import main
 from probes.cli import EXIT_OK, EXIT_USAGE
-from probes.config import ApiKind, SessionVariant, Timeouts, WorkloadKind
+from probes.config import ApiKind, SessionVariant, WorkloadKind
 from probes.errors import ProbeSettingsError
 from probes.export import samples_csv, turns_csv
 from probes.models import RunResult, RunStatus
@@ -40,9 +40,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
 
 
 def sessions(server: FakeServer, model: str = "fake", **changes: object) -> RunResult:
-    # The engine's default limits: no test here is about a timeout, and a loaded CI machine can take longer than the
-    # module's short ones to answer one turn, which would end that session early.
-    values: dict[str, object] = {"workload": WorkloadKind.SESSIONS, "sessions": 3, "turns": 3, "timeouts": Timeouts()}
+    values: dict[str, object] = {"workload": WorkloadKind.SESSIONS, "sessions": 3, "turns": 3}
     values.update(changes)
     return asyncio.run(run_probe(settings_for(server, model, **values)))
 
