@@ -75,7 +75,7 @@ def multi_node(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, r
 
 
 def suggestions(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, result: MemoryFit) -> list[str]:
-    """What would let the target fit: a lighter format, an 8-bit KV cache, more GPUs, a shorter context."""
+    """What would let the target fit: a lighter format, an 8-bit KV cache, more GPUs or nodes, a shorter context."""
     r, out = ctx.request, list[str]()
     if result.meets_concurrency:
         return out
@@ -88,7 +88,7 @@ def suggestions(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, 
         ):
             continue
         alt = ctx.fit(engine, option, kv)
-        if alt.fits:
+        if alt.fits and (not result.fits or alt.max_concurrent_sequences > result.max_concurrent_sequences):
             out.append(
                 ctx.tr("Quantize to {method}: weights {weights_gb:.1f} GB, room for {sequences} sequences.").format(
                     method=get_quant(option).name, weights_gb=alt.weights_gb, sequences=alt.max_concurrent_sequences
@@ -110,6 +110,8 @@ def suggestions(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, 
                 count=need, gpu=ctx.gpu.name, concurrency=r.concurrency, context=ctx.context_tokens
             )
         )
+    elif need is None and result.fits:
+        out.extend(_more_nodes(ctx, engine, quant, kv))
     if result.fits and result.max_concurrent_sequences:
         per_seq = result.kv_budget_gb_per_gpu / max(1, result.max_concurrent_sequences // result.replicas)
         shorter = int(
@@ -126,6 +128,37 @@ def suggestions(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, 
         if fits_any is None:
             ctx.warn(nowhere_message(ctx, engine, quant, kv))
     return out
+
+
+def _more_nodes(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str) -> list[str]:
+    """The fewest full nodes that hold the target when no GPU count of one node does.
+
+    Empty if none does, or if the engine's multi-node layout does not apply to this engine or GPU.
+    """
+    statement = ctx.book.multi_node
+    if engine.split != "tensor" or engine.id not in statement.engines or ctx.gpu.kind not in statement.gpu_kinds:
+        return []
+    nodes = min_nodes(
+        ctx.model,
+        ctx.gpu,
+        quant=quant,
+        kv_dtype=kv,
+        context=ctx.context_tokens,
+        concurrency=ctx.request.concurrency,
+        policy=ctx.policy(engine),
+        meet_concurrency=True,
+    )
+    if nodes is None:
+        return []
+    return [
+        ctx.tr("More nodes: {nodes} nodes of {gpus}x {gpu} hold {concurrency} sequences of {context} tokens.").format(
+            nodes=nodes.nodes,
+            gpus=nodes.gpus_per_node,
+            gpu=ctx.gpu.name,
+            concurrency=ctx.request.concurrency,
+            context=ctx.context_tokens,
+        )
+    ]
 
 
 def nowhere_message(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str) -> str:

@@ -410,8 +410,12 @@ def min_nodes(
     context: int,
     concurrency: int,
     policy: Policy = NO_POLICY,
+    meet_concurrency: bool = False,
 ) -> MemoryFit | None:
-    """The smallest multi-node layout (full nodes of `max_gpus`) that holds one sequence, or None up to max_nodes."""
+    """The smallest multi-node layout (full nodes of `max_gpus`) that holds one sequence, or None up to max_nodes.
+
+    With `meet_concurrency`, the smallest that holds `concurrency` sequences.
+    """
     limits = load_rules().limits
     for nodes in range(2, limits.max_nodes + 1):
         result = fit_nodes(
@@ -425,7 +429,7 @@ def min_nodes(
             concurrency=concurrency,
             policy=policy,
         )
-        if result is not None and result.fits:
+        if result is not None and (result.meets_concurrency if meet_concurrency else result.fits):
             return result
     return None
 

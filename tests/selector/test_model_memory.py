@@ -158,3 +158,15 @@ def test_a_cpu_host_gets_llama_cpp_without_gpu_offload_and_gpt_oss_its_own_gguf(
     assert argv[argv.index("-hf") + 1] == "ggml-org/gpt-oss-20b-GGUF"  # the MXFP4 GGUF has no Q4_K_M file
     on_gpu = advise(AdviceRequest(gpu="rtx 4090", model="qwen2.5-7b", deploy="edge")).launch.argv
     assert "-ngl" in on_gpu
+
+
+def test_a_short_fit_is_told_what_holds_more_not_a_format_that_holds_the_same() -> None:
+    # DeepSeek-R1 in its FP8 checkpoint on 8x H20 holds 5 of 16 sequences. SmoothQuant INT8 weighs the same
+    # (673 GB) and would hold the same 5, so it is no advice; a 4-bit format or a second node is.
+    advice = advise(AdviceRequest(gpu="h20", gpus=8, model="deepseek-r1", engine="vllm", concurrency=16))
+    assert advice.memory.max_concurrent_sequences < 16
+    said = advice.memory.suggestions
+    assert not any(s.startswith("Quantize to SmoothQuant") for s in said), said
+    quantize = [s for s in said if s.startswith("Quantize to")]
+    assert quantize and int(quantize[0].split("room for ")[1].split()[0]) > advice.memory.max_concurrent_sequences
+    assert "More nodes: 2 nodes of 8x H20 96GB hold 16 sequences of 4096 tokens." in said, said
