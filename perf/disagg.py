@@ -21,7 +21,7 @@ from perf.inputs import PerfRequest, Slo
 from perf.kv_transfer import kv_bytes_per_request, kv_transfer_ms, pool_link
 from perf.levels import UNBOUNDED_MS, closed_level, poisson_level, prompts_in_step, search_concurrency, search_rate
 from perf.readout import TTFT_TERMS
-from perf.resolve import Setup, copy_layout, resolve
+from perf.resolve import Setup, copy_layout, resolve, with_advised_engine
 from perf.result import Basis, Estimate, LevelEstimate, Percentiles, Wording
 from perf.simulate import Workload
 from perf.topology import (
@@ -410,6 +410,7 @@ def estimate_topology(request: PerfRequest, options: TopologyOptions) -> Topolog
 
     The aggregated copy and the pools' replica sizes are searched over powers of two up to --gpus unless given.
     """
+    request = with_advised_engine(request)
     est, agg = _best_agg(request, options.total_gpus)
     if options.topology == "agg":
         return TopologyResult(est, agg, None)

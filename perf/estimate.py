@@ -15,7 +15,7 @@ from perf.hardware import model_facts
 from perf.inputs import ENGINE_FAMILIES, PerfRequest
 from perf.levels import closed_level, poisson_level, search_concurrency, search_rate
 from perf.phases import split_phases
-from perf.resolve import Setup, copy_gpus, node_gpus, resolve, spans_nodes, with_copy_layout
+from perf.resolve import Setup, copy_gpus, node_gpus, resolve, spans_nodes, with_advised_engine, with_copy_layout
 from perf.result import Band, Basis, Calibration, Estimate, Layout, LevelEstimate, MeasuredLevel, Wording
 from perf.simulate import Engine, Workload
 from perf.vouch import near_shape, vouched
@@ -103,6 +103,7 @@ def _with_ttft(level: LevelEstimate, factor: float, request: PerfRequest) -> Lev
 
 def estimate(request: PerfRequest, calibrations: Sequence[Calibration] = ()) -> Estimate:
     """Estimate one configuration (see PerfRequest); calibrations are stored probe runs of it, if any."""
+    request = with_advised_engine(request)
     _engine_name(request.engine)
     return _estimate(with_copy_layout(request), tuple(calibrations))
 

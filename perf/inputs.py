@@ -11,6 +11,7 @@ from selector.errors import SelectorError
 from selector.inputs import AdviceRequest
 
 ENGINE_FAMILIES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
+AUTO_ENGINE = "auto"  # the advisor picks the engine, as it does on /selector
 """Engines with a step-time model; any other engine gets no estimate."""
 
 _SLO = load_handbook().slo
@@ -38,7 +39,10 @@ class PerfRequest(BaseModel):
     gpu: str = Field(description="a catalog GPU by id, name or alias (H100, A800, 'RTX 4090')")
     gpus: int = Field(default=1, ge=1, le=1024, description="GPUs for one model copy")
     model: str = Field(description="a catalog model (llama-3.1-8b, qwen2.5-7b, ...)")
-    engine: str = Field(description="vllm, sglang, tensorrt-llm (trtllm) or lmdeploy")
+    engine: str = Field(
+        default=AUTO_ENGINE,
+        description="vllm, sglang, tensorrt-llm (trtllm), lmdeploy, or auto (the advisor's engine for this GPU)",
+    )
     engine_version: str = Field(
         default="", description="the engine release (default: the newest release with measured data)"
     )
@@ -91,6 +95,8 @@ class PerfRequest(BaseModel):
     @classmethod
     def _engine_alias(cls, value: str) -> str:
         """trtllm, trt-llm, TensorRT-LLM, 'vllm serve' ... as the engine catalog knows them."""
+        if value == AUTO_ENGINE:
+            return value
         try:
             return find_engine(value).id
         except SelectorError:

@@ -9,7 +9,7 @@ from perf.coefficients import family_for, load_coefficients, newest_release
 from perf.errors import PerfError
 from perf.features import ReplicaShape
 from perf.hardware import model_facts
-from perf.inputs import PerfRequest
+from perf.inputs import AUTO_ENGINE, PerfRequest
 from perf.replica import kv_capacity_tokens, replica_engine
 from perf.result import Wording
 from perf.simulate import Engine, Workload
@@ -120,7 +120,7 @@ def _advice(request: PerfRequest, concurrency: int) -> Advice:
     except (SelectorError, ValueError) as exc:
         raise PerfError(str(exc)) from exc
     model = advice.model
-    if advice.engine != request.engine:
+    if request.engine != AUTO_ENGINE and advice.engine != request.engine:
         raise PerfError(f"engine: {request.engine} does not run on {gpu.name} (the advisor: {advice.switch_when})")
     if request.quant != "auto" and advice.quantization != request.quant:
         raise PerfError(
@@ -128,6 +128,13 @@ def _advice(request: PerfRequest, concurrency: int) -> Advice:
             f"the advisor would use {advice.quantization}"
         )
     return advice
+
+
+def with_advised_engine(request: PerfRequest) -> PerfRequest:
+    """The request with engine 'auto' replaced by the engine the advisor picks for its GPU, model and load."""
+    if request.engine != AUTO_ENGINE:
+        return request
+    return request.model_copy(update={"engine": _advice(request, max(request.concurrency, default=1)).engine})
 
 
 def _shape(request: PerfRequest, advice: Advice) -> ReplicaShape:

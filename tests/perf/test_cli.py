@@ -185,6 +185,21 @@ def test_engine_aliases(capsys: pytest.CaptureFixture[str], alias: str) -> None:
     assert code == 0 and json.loads(out)["engine"] == "tensorrt-llm"
 
 
+def test_without_engine_the_advisors_engine_is_estimated(capsys: pytest.CaptureFixture[str]) -> None:
+    # As on /selector: the advisor picks the engine (for an A800 and the handbook's defaults, vLLM), and the
+    # estimate is the one `--engine vllm` gives.
+    base = ["--gpu", "A800", "--gpus", "2", "--model", "llama3.1-70b", "--concurrency", "1,10", "--json"]
+    code, out, _ = run(capsys, *base)
+    assert code == 0, out
+    advised = json.loads(out)
+    assert advised["engine"] == "vllm"
+    _, pinned, _ = run(capsys, *base, "--engine", "vllm")
+    assert advised["levels"] == json.loads(pinned)["levels"]
+    # Where the advisor's engine has no step-time model, the message names it.
+    code, out, err = run(capsys, "--gpu", "M2 Ultra", "--model", "qwen2.5-7b")
+    assert code == 2 and "no estimate for 'llama.cpp'" in err
+
+
 def test_layout_flags_set_the_layout_and_are_never_taken_for_another_flag(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm", "--tp", "2", "--json")
     data = json.loads(out)
@@ -296,8 +311,8 @@ def test_help_defaults_are_the_request_models_defaults(capsys: pytest.CaptureFix
     from perf.inputs import PerfRequest
 
     help_text = build_parser().format_help()
-    required = ["--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm"]
-    bare = PerfRequest(gpu="h100", model="llama3.1-8b", engine="vllm")
+    required = ["--gpu", "h100", "--model", "llama3.1-8b"]
+    bare = PerfRequest(gpu="h100", model="llama3.1-8b")
     assert _request(build_parser().parse_args(required)) == bare, "a flag not given is the model's default"
     shown = 0
     for flag in flags():
