@@ -3,7 +3,7 @@
 from enum import StrEnum
 
 from i18n import Language
-from i18n.numbers import COMPACT_FROM, format_amount, format_large, split_unit
+from i18n.numbers import COMPACT_FROM, ENGLISH_COMPACT_FROM, format_amount, format_large, split_unit
 
 
 class Currency(StrEnum):
@@ -26,7 +26,8 @@ def format_money(
 ) -> str:
     """'0.0014 CNY', '7.09 CNY', '10,800 CNY': two significant figures below 1, cents below 100, whole above.
 
-    With compact, a million and more reads '1.30M CNY'. In Chinese, amounts read as a Chinese reader expects them:
+    With compact, a million and more reads in four significant figures, as the Chinese 万 and 亿 do: '147.8M CNY',
+    '1.300M CNY', '2.450B CNY'. In Chinese, amounts read as a Chinese reader expects them:
     '0.0014 元', '$0.0002', and from 10,000 on in 万 and 亿 ('1.08 万元', '$12.96 万'; compact or not).
     """
     if amount is None:
@@ -39,8 +40,8 @@ def format_money(
             return f"{number} {unit}元" if code == "CNY" else f"${number} {unit}"
         plain = format_money(amount, currency).removesuffix(f" {code}")
         return format_amount(plain, code, language)
-    if compact and magnitude >= 1e6:
-        text = f"{amount / 1e9:,.2f}B" if magnitude >= 1e9 else f"{amount / 1e6:,.2f}M"
+    if compact and magnitude >= ENGLISH_COMPACT_FROM:
+        text = format_large(amount, "en")
     elif magnitude == 0:
         text = "0"
     elif magnitude < 1:  # two significant figures in fixed notation, however small: 0.0014, 0.000042 (never 4.2e-05)

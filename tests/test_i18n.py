@@ -65,6 +65,20 @@ def test_money_reads_as_each_language_writes_it(amount: float, currency: str, en
     assert format_money(amount, currency, language="zh") == chinese
 
 
+@pytest.mark.parametrize(
+    ("amount", "compact"),
+    [
+        (147_820_000, "147.8M CNY"),  # a fleet's year: four figures, as 1.478 亿元 keeps, so a metric card holds it
+        (1_300_000, "1.300M CNY"),
+        (999_960_000, "1.000B CNY"),  # rounds up into the next unit, never '1,000.0M'
+        (2_450_000_000, "2.450B CNY"),
+        (254_016, "254,016 CNY"),  # below a million: grouped, as without compact
+    ],
+)
+def test_compact_money_keeps_four_figures_in_millions_and_billions(amount: float, compact: str) -> None:
+    assert format_money(amount, "CNY", compact=True) == compact
+
+
 def test_every_concept_names_a_handbook_section_that_exists() -> None:
     from catalog.handbook_text import handbook_sections
 

@@ -6,6 +6,7 @@ from perf.result import CALIBRATING_GROUP, Basis, Wording
 from tco.throughput import OperatingPoint
 
 _KV_DTYPES = {"auto": N_("the model's own (auto)")}  # the engines' --kv-cache-dtype values that are not names
+_KV_DTYPES_SHORT = {"auto": N_("as model")}  # the same, short enough for a metric card
 _ENGINE_TOPICS = {"engine", "runner_up"}
 _NEW_ARCH = "new-architecture"  # perf's band key of architectures the fit never saw
 _ALL = "all"  # perf's band key of every engine pooled
@@ -22,9 +23,10 @@ def quant_name(method_id: str, *, short: bool = False) -> str:
     return name.split(" (")[0] if short else name
 
 
-def kv_dtype_text(dtype: str, tr: Translate) -> str:
-    """A KV cache dtype as the page shows it: 'fp8' as it is, 'auto' worded."""
-    return tr(_KV_DTYPES[dtype]) if dtype in _KV_DTYPES else dtype
+def kv_dtype_text(dtype: str, tr: Translate, *, short: bool = False) -> str:
+    """A KV cache dtype as the page shows it: 'fp8' as it is, 'auto' worded (with short, as a metric card fits it)."""
+    words = _KV_DTYPES_SHORT if short else _KV_DTYPES
+    return tr(words[dtype]) if dtype in words else dtype
 
 
 def choice_text(topic: str, choice: str, tr: Translate) -> str:

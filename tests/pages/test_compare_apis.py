@@ -22,7 +22,7 @@ def test_the_cheapest_api_of_the_model_at_the_traffic_beside_the_top_option() ->
     # x 1,000,000 a day x 730 / 24 days = 8,760 CNY a month
     assert metric(at, "Cheapest API per month") == "8,760 CNY"
     assert metric(at, "Top option's fleet per month").endswith(" CNY")
-    assert metric(at, "Self-hosting is cheaper from")
+    assert metric(at, "Self-hosting cheaper from (tokens/month)")
     assert metric(at, "Energy per million output tokens (estimated)").endswith(" kWh")
 
 

@@ -3,13 +3,13 @@
 import streamlit as st
 
 from catalog.api_prices import UPSTREAM_URL
-from i18n.numbers import format_large
 from tco import format_money
 from tco.api_compare import ApiOption, compare_apis
 from tco.cost import capacity_of, fleet_of
 from tco.energy import energy_of
 from tco.ranking import Ranking
 from tco.tokens import TokensByKind
+from ui.break_even import break_even_help, break_even_label, break_even_value
 from ui.lang import _, language
 from ui.token_table import split_basis_text
 
@@ -31,7 +31,7 @@ def api_line(ranking: Ranking) -> None:
         return
     best = cmp.cheapest_same or min(cmp.options, key=lambda o: o.cost_per_month)
     cur = inputs.currency
-    cols = st.columns(4)
+    cols = st.columns(3)  # three to a row: the break-even volume in Chinese (每月 22亿 token) needs a third
     cols[0].metric(
         _("Top option's fleet per month"),
         format_money(fleet.fleet_cost_per_month, cur, language=language()),
@@ -43,19 +43,15 @@ def api_line(ranking: Ranking) -> None:
         border=True,
         help=f"{best.provider}, {best.api_model}",
     )
-    volume = best.break_even_requests_per_month
     cols[2].metric(
-        _("Self-hosting is cheaper from"),
-        _("never at these prices")
-        if volume is None
-        else _("{tokens} tokens/month").format(
-            tokens=format_large(volume * inputs.total_tokens_per_request, language())
-        ),
+        break_even_label(),
+        break_even_value(best.break_even_requests_per_month, inputs.total_tokens_per_request),
         border=True,
+        help=break_even_help(),
     )
     est = energy_of(inputs, fleet.replicas)
     if est is not None:
-        cols[3].metric(
+        st.columns(2)[0].metric(  # its label, in words, needs half the row
             _("Energy per million output tokens (estimated)"),
             _("{kwh} kWh").format(kwh=f"{est.kwh_per_million_output_tokens:,.3g}"),
             border=True,

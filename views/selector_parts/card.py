@@ -36,30 +36,7 @@ def card(advice: Advice) -> bool:
         else:
             st.subheader(_(":material/recommend: Run {engine}").format(engine=advice.engine_name))
         st.write(advice.summary(tr=_, kv_text=kv_dtype_text(advice.kv_cache_dtype, _)))
-        cols = st.columns(4)
-        cols[0].metric(
-            _("Engine"),
-            advice.engine_name,
-            border=True,
-            help=_("Runner-up: {engine}").format(engine=advice.runner_up_name),
-        )
-        cols[1].metric(
-            _("Quantization"), advice.quantization_name.split(" (")[0], border=True, help=advice.quantization_name
-        )
-        cols[2].metric(
-            _("KV cache"),
-            kv_dtype_text(advice.kv_cache_dtype, _),
-            border=True,
-            help=_("{bytes} bytes per token for the whole model").format(bytes=f"{advice.memory.kv_bytes_per_token:,}"),
-        )
-        cols[3].metric(
-            _("Max sequences"),
-            f"{advice.memory.max_concurrent_sequences:,}" if advice.memory.fits else _("does not fit"),
-            border=True,
-            help=_("concurrent sequences of {tokens} tokens; target {target}").format(
-                tokens=advice.memory.context_tokens, target=advice.request.concurrency
-            ),
-        )
+        _figures(advice)
         if not after_headline(PAGE):
             return False  # the first run ends with the figures; the rest follows once the browser has drawn them
         spec = advice.speculative
@@ -80,6 +57,39 @@ def card(advice: Advice) -> bool:
         estimates(advice, chosen, estimate_advice(advice, runner_up=True, calibrations=calibrations))
         price_link(advice, chosen)
     return True
+
+
+def _figures(advice: Advice) -> None:
+    """The four cards under the headline: engine, quantization, KV cache and how many sequences fit.
+
+    Two to a row: a name ('llama.cpp (llama-server)', 'SmoothQuant W8A8') needs half the card to be read whole.
+    """
+    cols = st.columns(2) + st.columns(2)
+    cols[0].metric(
+        _("Engine"),
+        advice.engine_name,
+        border=True,
+        help=_("Runner-up: {engine}").format(engine=advice.runner_up_name),
+    )
+    cols[1].metric(
+        _("Quantization"), advice.quantization_name.split(" (")[0], border=True, help=advice.quantization_name
+    )
+    cols[2].metric(
+        _("KV cache"),
+        kv_dtype_text(advice.kv_cache_dtype, _, short=True),
+        border=True,
+        help=kv_dtype_text(advice.kv_cache_dtype, _)
+        + "; "
+        + _("{bytes} bytes per token for the whole model").format(bytes=f"{advice.memory.kv_bytes_per_token:,}"),
+    )
+    cols[3].metric(
+        _("Max sequences"),
+        f"{advice.memory.max_concurrent_sequences:,}" if advice.memory.fits else _("does not fit"),
+        border=True,
+        help=_("concurrent sequences of {tokens} tokens; target {target}").format(
+            tokens=advice.memory.context_tokens, target=advice.request.concurrency
+        ),
+    )
 
 
 def _pinned_caption(advice: Advice) -> None:

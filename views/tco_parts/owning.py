@@ -15,6 +15,7 @@ from tco.energy import EnergyEstimate, energy_of
 from tco.inputs import TcoInputs
 from tco.owning import catalog_purchase_price, gpu_power_w, owned_cost, owned_hardware
 from tco.tokens import TokensByKind
+from ui.break_even import break_even_help, break_even_label, break_even_value
 from ui.lang import _, language
 from ui.token_table import split_basis_text
 
@@ -172,7 +173,8 @@ def _energy(inputs: TcoInputs, est: EnergyEstimate | None) -> None:
         st.info(_("Enter the GPU's power (`gpu_w`) to estimate the energy of a custom GPU."), icon="💡")
         return
     cur = inputs.currency
-    cols = st.columns(4)
+    # three to a row: a value in Chinese with its unit (万 千瓦时) does not fit a quarter of the page
+    cols = st.columns(3)
     cols[0].metric(_("Joules per output token"), f"{est.joules_per_output_token:,.3g} J", border=True)
     cols[1].metric(
         _("Energy per million output tokens"),
@@ -185,22 +187,24 @@ def _energy(inputs: TcoInputs, est: EnergyEstimate | None) -> None:
         border=True,
         help=_("Included in a rental price; paid separately when you own the GPUs."),
     )
+    cols = st.columns(3)
+    cols[0].metric(
+        _("Fleet energy per month"),
+        _("{kwh} kWh").format(kwh=format_large(est.fleet_kwh_per_month, language(), significant=3)),
+        border=True,
+    )
+    cols[1].metric(_("Fleet electricity per month"), _money(est.fleet_energy_cost_per_month, cur), border=True)
     carbon = est.kg_co2e_per_million_output_tokens
-    cols[3].metric(
+    cols[2].metric(
         _("kg CO2e per million output tokens"),
         "—" if carbon is None else f"{carbon:,.3g}",
         border=True,
         help=_("Enter the grid's carbon intensity (g CO2e per kWh) to see it."),
     )
-    cols = st.columns(4)
-    cols[0].metric(
-        _("Fleet energy per month"),
-        _("{kwh} kWh").format(kwh=format_large(est.fleet_kwh_per_month, language())),
-        border=True,
-    )
-    cols[1].metric(_("Fleet electricity per month"), _money(est.fleet_energy_cost_per_month, cur), border=True)
     if est.fleet_kg_co2e_per_month is not None:
-        cols[2].metric(_("Fleet kg CO2e per month"), format_large(est.fleet_kg_co2e_per_month, language()), border=True)
+        st.columns(3)[0].metric(
+            _("Fleet kg CO2e per month"), format_large(est.fleet_kg_co2e_per_month, language()), border=True
+        )
     st.caption(
         _(
             "Estimate, not a meter reading: {gpus} x ({gpu_w} W x {draw}% + {overhead} W) x PUE {pue} = {wall} W at "
@@ -215,12 +219,6 @@ def _energy(inputs: TcoInputs, est: EnergyEstimate | None) -> None:
             tps=f"{inputs.output_tok_s_per_replica:,.6g}",
         )
     )
-
-
-def _tokens(requests: float | None, tokens_per_request: int) -> str:
-    if requests is None:
-        return _("never at these prices")
-    return _("{tokens} tokens/month").format(tokens=format_large(requests * tokens_per_request, language()))
 
 
 def _apis(inputs: TcoInputs, cmp: ApiComparison, tokens: TokensByKind) -> None:
@@ -246,13 +244,10 @@ def _apis(inputs: TcoInputs, cmp: ApiComparison, tokens: TokensByKind) -> None:
         ),
     )
     cols[2].metric(
-        _("Self-hosting is cheaper from"),
-        _tokens(best.break_even_requests_per_month, cmp.tokens_per_request),
+        break_even_label(),
+        break_even_value(best.break_even_requests_per_month, cmp.tokens_per_request),
         border=True,
-        help=_(
-            "The monthly volume (input + output tokens) from which the self-hosted fleet, at least one replica, "
-            "costs less than this API and stays so."
-        ),
+        help=break_even_help(),
     )
     _api_table(cmp, cur, tokens)
     st.caption(
@@ -273,7 +268,7 @@ def _self_hosted_row(cmp: ApiComparison, cur: str, tokens: TokensByKind) -> dict
         _("cached input per million"): _money(costs.cached_input_per_million, cur),
         _("output per million"): _money(costs.output_per_million, cur),
         _("per month at your traffic"): _money(cmp.self_hosted_per_month, cur),
-        _("self-hosting cheaper from"): "—",
+        break_even_label(): "—",
     }
 
 
@@ -291,7 +286,7 @@ def _api_table(cmp: ApiComparison, cur: str, tokens: TokensByKind) -> None:
                     _("cached input per million"): _money(o.cached_input_per_million, cur),
                     _("output per million"): _money(o.output_per_million, cur),
                     _("per month at your traffic"): _money(o.cost_per_month, cur),
-                    _("self-hosting cheaper from"): _tokens(o.break_even_requests_per_month, cmp.tokens_per_request),
+                    break_even_label(): break_even_value(o.break_even_requests_per_month, cmp.tokens_per_request),
                 }
                 for o in cmp.options
             ),

@@ -89,7 +89,7 @@ def _capacity_row(result: TcoResult) -> None:
     cap = result.capacity
     cols = st.columns(4)
     cols[0].metric(
-        _("Replica time per request (capacity)"),
+        _("Replica time per request"),
         f"{cap.seconds_of_output_per_request:.2f} s",
         border=True,
         help=_(
