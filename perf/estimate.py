@@ -21,11 +21,16 @@ from perf.simulate import Engine, Workload
 from perf.vouch import near_shape, vouched
 
 
-def _engine_name(engine: str) -> str:
+def _engine_name(engine: str, *, advised: bool = False) -> str:
+    """The engine, or NoEstimateError naming it (and, when --engine was left to the advisor, that it was its pick)."""
     if engine not in ENGINE_FAMILIES:
-        raise NoEstimateError(
-            f"engine: no estimate for '{engine}' (the step-time model covers {', '.join(ENGINE_FAMILIES)})"
-        )
+        covered = ", ".join(ENGINE_FAMILIES)
+        if advised:
+            raise NoEstimateError(
+                f"engine: no estimate for '{engine}', the advisor's engine for this GPU and model: the step-time "
+                f"model covers {covered}; pass --engine with one of them"
+            )
+        raise NoEstimateError(f"engine: no estimate for '{engine}' (the step-time model covers {covered})")
     return engine
 
 
@@ -103,8 +108,9 @@ def _with_ttft(level: LevelEstimate, factor: float, request: PerfRequest) -> Lev
 
 def estimate(request: PerfRequest, calibrations: Sequence[Calibration] = ()) -> Estimate:
     """Estimate one configuration (see PerfRequest); calibrations are stored probe runs of it, if any."""
-    request = with_advised_engine(request)
-    _engine_name(request.engine)
+    advised = with_advised_engine(request)
+    _engine_name(advised.engine, advised=advised.engine != request.engine)
+    request = advised
     return _estimate(with_copy_layout(request), tuple(calibrations))
 
 

@@ -195,9 +195,9 @@ def test_without_engine_the_advisors_engine_is_estimated(capsys: pytest.CaptureF
     assert advised["engine"] == "vllm"
     _, pinned, _ = run(capsys, *base, "--engine", "vllm")
     assert advised["levels"] == json.loads(pinned)["levels"]
-    # Where the advisor's engine has no step-time model, the message names it.
+    # Where the advisor's engine has no step-time model, the message names it as the advisor's pick, and the way out.
     code, out, err = run(capsys, "--gpu", "M2 Ultra", "--model", "qwen2.5-7b")
-    assert code == 2 and "no estimate for 'llama.cpp'" in err
+    assert code == 2 and "no estimate for 'llama.cpp', the advisor's engine" in err and "pass --engine" in err
 
 
 def test_layout_flags_set_the_layout_and_are_never_taken_for_another_flag(capsys: pytest.CaptureFixture[str]) -> None:
