@@ -73,6 +73,11 @@ def checked_rows(limit: int | None = None) -> tuple[list[Checked], Counter[str]]
         if row["model_path"] not in models or row["system"] not in systems:
             left["model or system not in the catalog"] += 1
             continue
+        if not (row["prefill_num_workers"] and row["decode_num_workers"]):
+            # its concurrency is over pools of unknown size: read as one replica each, every user would sit on one
+            # decode replica (the estimate's TPOT came out about twice the measured one on these rows)
+            left["pool sizes not given (prefill and decode workers)"] += 1
+            continue
         p_tp, p_dp, p_ep = (_int(row[f"prefill_{k}"]) for k in ("tp_size", "attention_dp_size", "moe_ep_size"))
         d_tp, d_dp, d_ep = (_int(row[f"decode_{k}"]) for k in ("tp_size", "attention_dp_size", "moe_ep_size"))
         base = {
