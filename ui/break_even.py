@@ -17,6 +17,7 @@ def break_even_value(requests_per_month: float | None, tokens_per_request: int) 
 
 
 def break_even_help() -> str:
+    """The card's hover: what the volume is, and what 'never' means."""
     return _(
         "The monthly volume (input + output tokens) from which the self-hosted fleet, at least one replica, "
         "costs less than this API and stays so. Never: at these prices, no volume does."
