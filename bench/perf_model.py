@@ -559,6 +559,14 @@ publishers give throughput per node of 8 GPUs, so that is what is compared.
 
   Weighing sources more widens every engine's bands, not SGLang's alone: the other engines' sources agree with
   each other more than SGLang's do, so no weighing tried puts SGLang and the others inside 75-85% together.
+- No band narrower than its held-out percentiles: widening factors of at least 1 (`widening_min = 1.0`;
+  2026-12-07, not kept). SGLang tok/s 79.2% but TPOT 71.5%; TensorRT-LLM tok/s 85.7% and TPOT 85.0%, NVIDIA tok/s
+  85.0% and dense tok/s 86.5%, past 85%.
+- More SGLang sources (2026-12-07): dense models with fixed-length prompts, a closed loop or one batch, a named
+  release and a licence that allows a copy were searched for in sglang's repository, pull requests and issues, the
+  sgl-cookbook and other public benchmark repositories; none was found. The cookbook's one dense run (Llama-3.1-70B
+  on 8x A100, 0.5.6) leaves the prompt lengths random, the READMEs' tables are ShareGPT or rate-based, and the
+  fixed-length closed loops in pull requests are of MoE models.
 
 ## Calibration by a run of several levels
 A stored probe run (or an imported one) of a configuration scales the step time by what its levels measured and
