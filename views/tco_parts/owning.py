@@ -190,7 +190,7 @@ def _energy(inputs: TcoInputs, est: EnergyEstimate | None) -> None:
     cols = st.columns(3)
     cols[0].metric(
         _("Fleet energy per month"),
-        _("{kwh} kWh").format(kwh=format_large(est.fleet_kwh_per_month, language(), significant=3)),
+        _("{kwh} kWh").format(kwh=format_large(est.fleet_kwh_per_month, language())),
         border=True,
     )
     cols[1].metric(_("Fleet electricity per month"), _money(est.fleet_energy_cost_per_month, cur), border=True)
