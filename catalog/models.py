@@ -166,6 +166,16 @@ class ModelSpec(BaseModel):
         return float(self.moe_layers * self.experts * 3 * self.hidden_size * self.moe_intermediate_size)
 
     @property
+    def architecture_key(self) -> tuple[object, ...]:
+        """What the model computes: its fields from `architecture` to `native_format`, not its names and checkpoints.
+
+        Two models with the same architecture (DeepSeek-R1 and DeepSeek-V3) serve at the same speed.
+        """
+        fields = list(type(self).model_fields)
+        start, end = fields.index("architecture"), fields.index("native_format")
+        return tuple(getattr(self, name) for name in fields[start : end + 1])
+
+    @property
     def repo(self) -> str:
         """The checkpoint to name in commands (the HF repo, else the model's name)."""
         return self.hf_repo or self.name

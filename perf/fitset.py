@@ -153,17 +153,30 @@ def _aiconfigurator() -> tuple[list[Point], dict[str, int]]:
                 tpot_ms=_num(row["silicon_tpot_ms"]),
             )
         )
-    once: dict[tuple[str, ...], Point] = {}
+    once: dict[tuple[object, ...], Point] = {}
     for point in points:
-        once.setdefault(_measurement(point), point)  # the first of a repeated measurement is kept
+        once.setdefault(_measurement(point, known[point.model]), point)  # the first of a repeated one is kept
     if len(once) < len(points):
         left_out[REPEATED] = len(points) - len(once)
     return list(once.values()), left_out
 
 
-def _measurement(point: Point) -> tuple[str, ...]:
-    """What makes two rows one measurement: everything but the row id (the source repeats runs in two files)."""
-    return tuple(repr(v) for k, v in point if k != "row_id")
+def _measurement(point: Point, model: ModelSpec) -> tuple[object, ...]:
+    """What makes two rows one measurement: everything but the row id, as the source repeats runs in two files.
+
+    A repeat may print a figure's last digit differently (15.855620048654977 and ...975) and name another model
+    of the same architecture (its `dsr1_...` rows say DeepSeek-V3 where the 2026-03-25 file says DeepSeek-R1), so
+    figures compare to 12 significant digits and the model by its architecture.
+    """
+    fields: list[object] = []
+    for name, value in point:
+        if name == "model":
+            fields.append(model.architecture_key)
+        elif isinstance(value, float):
+            fields.append(float(f"{value:.12g}"))
+        elif name != "row_id":
+            fields.append(value)
+    return tuple(fields)
 
 
 def _aiconfigurator_concurrency(row: dict[str, str]) -> int:
