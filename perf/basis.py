@@ -95,8 +95,8 @@ def _said_outside(
         return basis
     return Wording(
         template=N_(
-            "{basis}. Beware: on {arch} GPUs, {engine}'s {sources} held-out source(s) measured {figures} the estimate, "
-            "outside its band (shrunk towards {engine} on other GPUs)"
+            "{basis}. Beware: on {arch} GPUs, {engine}'s {sources} source(s), each predicted by a fit without it, "
+            "measured {figures} the prediction, outside this band (shrunk towards {engine} on other GPUs)"
         ),
         values=(
             ("basis", basis),

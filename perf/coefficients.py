@@ -46,7 +46,7 @@ class Coefficients(BaseModel):
     widening: dict[str, float]  # 'metric|engine|moe|dense' -> the factor the band is widened by (perf.bands.widenings)
     fitted_groups: dict[str, list[str]]  # engine -> 'model | gpu' pairs in its fit
     releases: dict[str, dict[str, int]]  # engine -> release -> measured points
-    vendors: dict[str, list[str]]  # engine -> GPU vendors with measured points
+    vendors: dict[str, dict[str, list[str]]]  # engine -> GPU vendor with measured points -> releases measured there
     held_out_median_ape: dict[str, float]
     fit_set: str
     left_out: dict[str, int]
@@ -122,13 +122,14 @@ def build(rows: Sequence[Row]) -> tuple[Coefficients, Validation]:
     s_tpot, s_ttft, s_tok_s = median_ape(checked.by_source)
     arch_tpot, arch_ttft, arch_tok_s = median_ape(checked.by_architecture)
     fitted: dict[str, list[str]] = {}
-    vendors: dict[str, set[str]] = {}
+    vendors: dict[str, dict[str, set[str]]] = {}
     for r in rows:
         pair = f"{r.point.model} | {r.point.gpu}"
         fitted.setdefault(r.point.engine, [])
         if pair not in fitted[r.point.engine]:
             fitted[r.point.engine].append(pair)
-        vendors.setdefault(r.point.engine, set()).add(find_gpu(r.point.gpu).vendor)
+        on_vendor = vendors.setdefault(r.point.engine, {}).setdefault(find_gpu(r.point.gpu).vendor, set())
+        on_vendor.add(r.point.release)
     _, left_out = load_points()
     source = fitset_config()["aiconfigurator"]
     assert isinstance(source, dict)
@@ -144,7 +145,7 @@ def build(rows: Sequence[Row]) -> tuple[Coefficients, Validation]:
         widening=widenings(checked.by_source, by_source),
         fitted_groups={k: sorted(v) for k, v in sorted(fitted.items())},
         releases=_releases(rows),
-        vendors={k: sorted(v) for k, v in sorted(vendors.items())},
+        vendors={k: {vendor: sorted(r) for vendor, r in sorted(v.items())} for k, v in sorted(vendors.items())},
         held_out_median_ape={
             "tpot": round(tpot, 4),
             "ttft": round(ttft, 4),

@@ -1,11 +1,12 @@
 """What a configuration resolves to before it is simulated: the advice, the layout, the limits and the release."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from catalog import Gpu, GpuLookupError, default_max_num_seqs, find_gpu, find_model, get_engine
 from catalog.models import CUSTOM_MODEL, ModelSpec
 from i18n import N_
-from perf.coefficients import family_for, load_coefficients, newest_release
+from perf.coefficients import family_for, load_coefficients, newest_release, release_order
 from perf.errors import PerfError
 from perf.features import ReplicaShape
 from perf.hardware import model_facts
@@ -205,14 +206,27 @@ def _release(request: PerfRequest, gpu: Gpu) -> Release:
                 values=(("engine", request.engine), ("version", version)),
             )
         )
-    if releases and gpu.vendor not in coefficients.vendors.get(request.engine, []):
+    on_vendor = coefficients.vendors.get(request.engine, {})
+    if releases and gpu.vendor not in on_vendor:
         gaps.append(
             Wording(
                 template=N_("no measured data of {engine} on {vendor} GPUs"),
                 values=(("engine", request.engine), ("vendor", gpu.vendor)),
             )
         )
+    elif version in releases and version not in on_vendor.get(gpu.vendor, []):
+        gaps.append(_release_elsewhere(request.engine, version, gpu.vendor, on_vendor.get(gpu.vendor, [])))
     return Release(version=version or "unversioned", gaps=tuple(gaps))
+
+
+def _release_elsewhere(engine: str, version: str, vendor: str, measured: Sequence[str]) -> Wording:
+    """A release measured on other vendors' GPUs only: another build (CUDA or ROCm), so its efficiency is not known."""
+    numbered = [v for v in measured if release_order(v)]
+    newest = max(numbered, key=lambda v: release_order(v) or ()) if numbered else ", ".join(measured)
+    return Wording(
+        template=N_("no measured data of {engine} {version} on {vendor} GPUs (the newest measured there: {newest})"),
+        values=(("engine", engine), ("version", version), ("vendor", vendor), ("newest", newest)),
+    )
 
 
 def _max_seqs(request: PerfRequest, gpu: Gpu) -> int:

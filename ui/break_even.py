@@ -9,6 +9,11 @@ def break_even_label() -> str:
     return _("Self-hosting cheaper from (tokens/month)")
 
 
+def break_even_column() -> str:
+    """The same figure's column header in a table of hosted APIs, lowercase like the table's other headers."""
+    return _("self-hosting cheaper from (tokens/month)")
+
+
 def break_even_value(requests_per_month: float | None, tokens_per_request: int) -> str:
     """The monthly tokens from which the self-hosted fleet costs less; 'never' when no volume does at these prices."""
     if requests_per_month is None:

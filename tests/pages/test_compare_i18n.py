@@ -38,8 +38,8 @@ def test_compare_in_chinese_ranks_with_every_text_translated() -> None:
     band = [c for c in texts(at.caption) if c.startswith("估算值：留出验证的实测中，10 次有 8 次落在")]
     assert band and all("依据：规格参数：" in c or "依据：拟合：" in c for c in band)
     table = at.dataframe[0].value  # the data keeps its English keys; the headers are translated by column_config
-    assert set(table["SLO"]) <= {"满足", "未满足 SLO"} and set(table["basis"]) <= {"拟合", "规格参数", "校准"}
-    assert all(d.startswith(("规格参数：", "拟合：", "由")) for d in table["basis detail"])
+    assert set(table["SLO"]) <= {"满足", "未满足 SLO"} and set(table["basis"]) <= {"拟合", "规格参数", "校准", "外推"}
+    assert all(d.startswith(("规格参数：", "拟合：", "外推：", "由")) for d in table["basis detail"])
     open_tab(at, "_compare.tab", "成本与延迟")  # lazy: the chart runs once its tab is opened
     layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
     assert layout["title"]["text"].startswith("成本与延迟：") and layout["title"]["text"].endswith("个方案（估算）")

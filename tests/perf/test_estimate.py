@@ -246,3 +246,21 @@ def test_an_estimate_says_when_its_few_sources_on_this_architecture_measured_out
     assert f"TTFT {own.low_ratio:.2f}–{own.high_ratio:.2f}×" in est.basis.text and "Beware" in est.basis.text
     on_hopper = estimate(request.model_copy(update={"gpu": "H100"}))
     assert "Beware" not in on_hopper.basis.text
+
+
+def test_a_release_measured_only_on_another_vendors_gpus_is_an_extrapolation() -> None:
+    """The newest vLLM release ran on NVIDIA GPUs only: on an MI300X (a ROCm build) the estimate says so, wider."""
+    request = PerfRequest(gpu="MI300X", gpus=8, model="llama-3.1-70b", engine="vllm", quant="fp8", concurrency=(16,))
+    newest = estimate(request)
+    on_rocm = load_coefficients().vendors["vllm"]["AMD"]
+    assert newest.engine_version not in on_rocm and "0.10.0" in on_rocm
+    assert newest.basis.kind == "extrapolated"
+    assert f"no measured data of vllm {newest.engine_version} on AMD GPUs (the newest measured there: 0.10.0)" in (
+        newest.basis.text
+    )
+    measured = estimate(request.model_copy(update={"engine_version": "0.10.0"}))
+    assert measured.basis.kind == "fitted"
+    for metric, band in measured.bands.items():
+        assert newest.bands[metric].low_ratio <= band.low_ratio and newest.bands[metric].high_ratio >= band.high_ratio
+    assert any(newest.bands[m] != measured.bands[m] for m in measured.bands), "wider where every engine's reaches"
+    assert estimate(request.model_copy(update={"gpu": "H100", "gpus": 2})).basis.kind == "fitted"

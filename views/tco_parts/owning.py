@@ -15,7 +15,7 @@ from tco.energy import EnergyEstimate, energy_of
 from tco.inputs import TcoInputs
 from tco.owning import catalog_purchase_price, gpu_power_w, owned_cost, owned_hardware
 from tco.tokens import TokensByKind
-from ui.break_even import break_even_help, break_even_label, break_even_value
+from ui.break_even import break_even_column, break_even_help, break_even_label, break_even_value
 from ui.lang import _, language
 from ui.token_table import split_basis_text
 
@@ -268,7 +268,7 @@ def _self_hosted_row(cmp: ApiComparison, cur: str, tokens: TokensByKind) -> dict
         _("cached input per million"): _money(costs.cached_input_per_million, cur),
         _("output per million"): _money(costs.output_per_million, cur),
         _("per month at your traffic"): _money(cmp.self_hosted_per_month, cur),
-        break_even_label(): "—",
+        break_even_column(): "—",
     }
 
 
@@ -286,7 +286,7 @@ def _api_table(cmp: ApiComparison, cur: str, tokens: TokensByKind) -> None:
                     _("cached input per million"): _money(o.cached_input_per_million, cur),
                     _("output per million"): _money(o.output_per_million, cur),
                     _("per month at your traffic"): _money(o.cost_per_month, cur),
-                    break_even_label(): break_even_value(o.break_even_requests_per_month, cmp.tokens_per_request),
+                    break_even_column(): break_even_value(o.break_even_requests_per_month, cmp.tokens_per_request),
                 }
                 for o in cmp.options
             ),
