@@ -1,7 +1,7 @@
 """The public fit set read as the engines ran it: layouts and loads mended where the source's columns disagree."""
 
 from catalog.models import find_model
-from perf.fitset import REPEATED, UNKNOWN_RANKS, Point, load_points
+from perf.fitset import REPEATED, UNKNOWN_RANKS, Point, load_points, published_points
 
 
 def _by_id() -> dict[str, Point]:
@@ -61,5 +61,16 @@ def test_a_measurement_repeated_under_a_twin_model_or_with_another_last_digit_co
         figures = tuple(f"{v:.12g}" if v is not None else "" for v in (p.tpot_ms, p.ttft_ms, p.output_tok_s))
         key = (p.publisher, p.engine, p.engine_version, p.gpu, p.shape, p.input_tokens, p.output_tokens)
         key += (p.concurrency, p.quant, find_model(p.model).architecture_key, figures)
+        assert key not in seen, f"{p.row_id} repeats {seen[key]}"
+        seen[key] = p.row_id
+
+
+def test_a_published_table_read_twice_counts_once() -> None:
+    """The reference lines' TensorRT-LLM 0.17 maxima were read again from the release's own page: kept once."""
+    seen: dict[tuple[object, ...], str] = {}
+    for p in published_points():
+        figures = tuple(f"{v:.4g}" if v is not None else "" for v in (p.tpot_ms, p.ttft_ms, p.output_tok_s))
+        key = (p.publisher, p.engine, p.engine_version, p.gpu, p.shape, p.quant, p.input_tokens, p.output_tokens)
+        key += (p.concurrency, p.load, find_model(p.model).architecture_key, figures)
         assert key not in seen, f"{p.row_id} repeats {seen[key]}"
         seen[key] = p.row_id
