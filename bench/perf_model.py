@@ -381,7 +381,9 @@ or of that engine on that vendor), `datasheet` (no measured data of that engine 
    ratios. MLA, sliding windows and FP8 KV come from the model facts. With pipeline parallelism the batch runs as
    micro-batches, one per stage at a time: between two tokens every stage reads its weights once per micro-batch
    (one user waits for the whole model), while the tokens' KV reads and FLOPs spread over every GPU (a large batch
-   gains). Step time = theta . features, theta >= 0 per engine family.
+   gains). Step time = theta . features, theta >= 0 per engine family. An engine whose AMD runs come from fewer
+   than two sources (SGLang: dstack's 0.4.2.post4 alone) is fitted on its other runs and takes every engine's ratio
+   of the ROCm term to the roof: one source cannot tell ROCm's cost from its own setup's (see "Tried and not kept").
 2. **Scheduling** (`perf/simulate.py`). A continuous-batching engine is simulated: decodes first, then prefills
    in chunks up to the token budget (one per attention data-parallel rank, as each rank schedules its own batch),
    at most `max_num_seqs` sequences (the engine's own default on that GPU, `catalog/data/engine_limits.csv`, or
@@ -484,6 +486,15 @@ publishers give throughput per node of 8 GPUs, so that is what is compared.
   experts' all-to-all as a feature of its own (fitted at 120-390x its bytes over the link; TPOT 17.2% -> 17.0%,
   TTFT 34.4% -> 36.8%); the step time of the busiest attention rank, a sequence's attention and dense layers on
   its own rank (TPOT 17.44% against 17.42% before the left-out rows, no other change).
+- SGLang's ROCm term fitted on its one AMD source (before 2026-12-07). dstack's early-2025 SGLang runs measured
+  2.4x the estimated TPOT on H200 (0.4.3.post2) and 2.7x on MI300X (0.4.2.post4): within that publisher, ROCm
+  cost SGLang about 1.15x what CUDA did. Fitted alone, the MI300X source set SGLang's ROCm roof to 6.5 times its
+  roof on NVIDIA GPUs, so every SGLang estimate on an AMD GPU, at any release, carried dstack's whole 2.7x
+  (DeepSeek-R1 on 8x MI300X at 64 users: TPOT 102 ms against vLLM's 37 ms). Now such an engine takes every
+  engine's ratio (its AMD runs are mostly vLLM's, from AMD's own tables): the ROCm roof 1.3x the roof. Held out by
+  source, TPOT 17.2% -> 17.1%, TTFT 33.8% -> 33.7%; that source's TPOT error 63% -> 60%, still outside its band.
+  Tried first and not kept: the one source's AMD rows in the fit with the ratio fixed; they pulled SGLang's roof
+  on NVIDIA GPUs up with them (SGLang's TPOT median error 23% -> 25%, its tok/s coverage 76.6% -> 73.5%).
 - SGLang's scheduler as it runs by default (2026-12-07, not kept): a step either prefills, the decodes waiting, or
   decodes (`get_next_batch_to_run`, "Run prefill first if possible"; mixing is opt-in with --enable-mixed-chunk),
   where the simulator mixes prefill chunks into the decode step for every engine. Held out by source, SGLang's TPOT

@@ -110,7 +110,7 @@ def build(rows: Sequence[Row]) -> tuple[Coefficients, Validation]:
     families = {}
     for family in (*FITTED_FAMILIES, POOLED):
         subset = family_rows(rows, family)
-        theta = fit_theta(subset)
+        theta = fit_theta(subset, rows)
         families[family] = Family(
             theta=tuple(float(f"{v:.6g}") for v in theta),
             ttft=tuple(float(f"{v:.6g}") for v in readout(subset, theta, rows)),

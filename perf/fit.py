@@ -6,6 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from catalog import find_gpu
+from perf.features import FEATURES
 from perf.fitset import Point
 from perf.hardware import model_facts
 from perf.nnls import nnls
@@ -14,6 +16,7 @@ from perf.readout import CONSTANT, NEUTRAL_READOUT, TTFT_TERMS, ttft_terms
 
 Array = npt.NDArray[np.float64]
 POOLED = "all"
+ROOF, ROCM = FEATURES.index("roof"), FEATURES.index("roof_rocm")
 
 
 @dataclass(frozen=True)
@@ -69,12 +72,34 @@ def _median_unbiased(a: Array, b: Array) -> Array:
     return out
 
 
-def fit_theta(rows: Sequence[Row]) -> tuple[float, ...]:
-    """Non-negative theta whose relative TPOT errors over `rows` are smallest in absolute value, median zero."""
+def fit_theta(rows: Sequence[Row], pooled_rows: Sequence[Row] = ()) -> tuple[float, ...]:
+    """Non-negative theta whose relative TPOT errors over `rows` are smallest in absolute value, median zero.
+
+    ROCm's efficiency is the `roof_rocm` term, learned from AMD runs. A family whose AMD runs come from fewer than
+    `rocm_min_sources` sources is fitted on its other runs, and its ROCm roof is its roof times the ratio that
+    `pooled_rows` (every engine) fit: one source cannot tell ROCm's cost from its own setup's (dstack's early-2025
+    SGLang ran 2.4x the estimated TPOT on H200 and 2.7x on MI300X; fitted alone, SGLang's ROCm roof came out 6.5
+    times its roof on NVIDIA GPUs).
+    """
+    if not pooled_rows or rocm_sources(rows) >= _fit_fact("rocm_min_sources"):
+        return _fit(rows)
+    pooled = _fit(pooled_rows)
+    ratio = pooled[ROCM] / pooled[ROOF] if pooled[ROOF] > 0 else 0.0
+    theta = list(_fit([r for r in rows if find_gpu(r.point.gpu).vendor != "AMD"]))
+    theta[ROCM] = theta[ROOF] * ratio
+    return tuple(theta)
+
+
+def _fit(rows: Sequence[Row]) -> tuple[float, ...]:
     a, b = design(rows)
     if not len(b):
         raise ValueError("nothing to fit")
     return tuple(float(v) for v in _median_unbiased(a, b))
+
+
+def rocm_sources(rows: Sequence[Row]) -> int:
+    """How many sources (publisher x release) the rows' AMD runs come from."""
+    return len({r.point.source_key for r in rows if find_gpu(r.point.gpu).vendor == "AMD"})
 
 
 def row_ttft_terms(row: "Row", theta: Sequence[float]) -> tuple[float, ...]:

@@ -10,7 +10,7 @@ from perf.fit import POOLED, Row, fit_theta, readout, row_ttft_terms
 from perf.fitset import Point
 from perf.readout import NEUTRAL_READOUT, ttft_terms
 
-FitFn = Callable[[Sequence[Row]], tuple[float, ...]]
+FitFn = Callable[[Sequence[Row], Sequence[Row]], tuple[float, ...]]  # (the family's rows, every engine's rows)
 METRICS = ("output_tok_s", "tpot_ms", "ttft_ms")
 """The three figures every estimate gives and every band covers."""
 METRIC_LABELS = {"output_tok_s": "tok/s", "tpot_ms": "TPOT", "ttft_ms": "TTFT"}
@@ -102,8 +102,9 @@ def leave_one_group_out(
         train = [r for r in rows if unit(r.point) != group and (family == POOLED or r.point.engine == family)]
         if not train:
             continue
-        theta = fit(train)
-        ttft = readout(train, theta, [r for r in rows if unit(r.point) != group])
+        rest = [r for r in rows if unit(r.point) != group]
+        theta = fit(train, rest)
+        ttft = readout(train, theta, rest)
         out.extend(predict(theta, r, ttft) for r in test)
     return out
 

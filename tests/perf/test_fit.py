@@ -2,9 +2,10 @@
 
 import pytest
 
+from perf import PerfRequest, estimate
 from perf.accuracy import Check, accuracy, calibration_check, target_checks, targets
 from perf.coefficients import Validation, build, feature_rows, load_coefficients
-from perf.fit import CONSTANT, POOLED, Row, family_rows, fit_theta, idle_points
+from perf.fit import CONSTANT, POOLED, ROCM, ROOF, Row, family_rows, fit_theta, idle_points, rocm_sources
 from perf.validate import median_ape
 
 
@@ -28,6 +29,23 @@ def test_the_stored_coefficients_are_what_the_fit_set_gives(built: tuple[object,
     stored = load_coefficients()
     assert fresh.families == stored.families, "run `make perf-model` to refresh perf/data/coefficients.json"  # type: ignore[attr-defined]
     assert fresh.bands == stored.bands  # type: ignore[attr-defined]
+
+
+def test_an_engine_with_one_amd_source_takes_every_engines_rocm_cost(rows: list[Row]) -> None:
+    """dstack's one SGLang source on MI300X (2.7x the estimate, as its H200 run was 2.4x) sets no ROCm cost alone."""
+    sglang = family_rows(rows, "sglang")
+    assert rocm_sources(sglang) == 1
+    alone = fit_theta(sglang)
+    assert alone[ROCM] / alone[ROOF] > 3, "fitted on its one source, SGLang's ROCm roof is several times its roof"
+    families = load_coefficients().families
+    pooled, shipped = families[POOLED].theta, families["sglang"].theta
+    assert shipped[ROCM] / shipped[ROOF] == pytest.approx(pooled[ROCM] / pooled[ROOF], rel=1e-3)
+    on_amd = PerfRequest(gpu="MI300X", gpus=8, model="deepseek-r1", quant="fp8", input_tokens=3200, output_tokens=800)
+    tpot_ms = {
+        engine: estimate(on_amd.model_copy(update={"engine": engine, "concurrency": (64,)})).levels[0].tpot_ms.p50
+        for engine in ("sglang", "vllm")
+    }
+    assert tpot_ms["sglang"] < 1.5 * tpot_ms["vllm"], tpot_ms
 
 
 def test_a_family_measured_only_busy_takes_the_pooled_constant_and_one_user_waits_no_longer(rows: list[Row]) -> None:
