@@ -50,9 +50,9 @@ class OperatingPoint(BaseModel):
         return link_tps(self.level.output_tok_s)
 
     def band_words(self, tr: Translate = identity) -> str:
-        """'bands tok/s 0.58–1.15×, TPOT ..., TTFT ... of the estimate (8 in 10 held-out vllm|Hopper ... within)'."""
+        """'bands tok/s 0.58–1.15×, TPOT ..., TTFT ... of the estimate (8 in 10 held-out measurements of ...)'."""
         band = self.estimate.band
-        return tr("bands {bands} of the estimate (8 in 10 held-out {group} measurements fell within)").format(
+        return tr("bands {bands} of the estimate (8 in 10 held-out measurements of {group} fell within)").format(
             bands=self.estimate.bands_text(tr), group=band.group_text(tr)
         )
 

@@ -349,5 +349,6 @@ def test_the_estimate_panel_in_english_words_the_estimate_as_tco_does() -> None:
     captions = texts(at.caption)
     worded = estimate_label(point, identity)  # /tco's wording: the engine by its name, the held-out group in words
     assert "vLLM" in worded and "vllm" not in worded and "|" not in worded
+    assert "(8 in 10 held-out measurements of vLLM on " in worded and "GPUs fell within)" in worded  # reads as English
     assert f"{worded}." in captions
     assert any(f"an {point.short_label}." in c for c in captions)
