@@ -209,7 +209,7 @@ def release_scale_experiment(rows: Sequence[Row]) -> str:
         errors: dict[int, tuple[list[float], list[float]]] = {k: ([], []) for k in (10, 100)}
         for group in sorted({r.point.group for r in family}):
             train = [r for r in family if r.point.group != group]
-            theta = fit_theta(train)
+            theta = fit_theta(train, [r for r in rows if r.point.group != group])
             logs: dict[str, list[float]] = {}
             for r in train:
                 pred = predict(theta, r)
