@@ -1,5 +1,7 @@
 """The public fit set read as the engines ran it: layouts and loads mended where the source's columns disagree."""
 
+from collections.abc import Sequence
+
 from catalog.models import find_model
 from perf.fitset import REPEATED, UNKNOWN_RANKS, Point, load_points, published_points
 
@@ -50,27 +52,29 @@ def test_an_older_row_whose_concurrency_is_tp_times_its_batch_ran_attention_dp_a
     assert 0 < dict(left_out)[UNKNOWN_RANKS] < 20
 
 
+def _repeats(points: Sequence[Point], digits: int) -> list[str]:
+    """Rows repeating an earlier one's configuration and figures (to `digits` digits; models by architecture)."""
+    seen: dict[tuple[object, ...], str] = {}
+    out = []
+    for p in points:
+        figures = tuple(f"{v:.{digits}g}" if v is not None else "" for v in (p.tpot_ms, p.ttft_ms, p.output_tok_s))
+        key = (p.publisher, p.engine, p.engine_version, p.gpu, p.shape, p.quant, p.input_tokens, p.output_tokens)
+        key += (p.concurrency, p.load, find_model(p.model).architecture_key, figures)
+        if key in seen:
+            out.append(f"{p.row_id} repeats {seen[key]}")
+        seen.setdefault(key, p.row_id)
+    return out
+
+
 def test_a_measurement_repeated_under_a_twin_model_or_with_another_last_digit_counts_once() -> None:
     """The source prints one DeepSeek-R1 run as DeepSeek-V3 (`dsr1_...cfg81`) and as DeepSeek-R1 (2026-03-25)."""
     points, _ = load_points()
     as_v3 = "dsr1_h200_sglang_fp8_agg_1024x8192_c16_cfg81"
     as_r1 = "2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x8192_c16_tp8_0_ep1_0_296"
     assert len([p for p in points if p.row_id in (as_v3, as_r1)]) == 1, "one run, fitted and validated once"
-    seen: dict[tuple[object, ...], str] = {}
-    for p in points:
-        figures = tuple(f"{v:.12g}" if v is not None else "" for v in (p.tpot_ms, p.ttft_ms, p.output_tok_s))
-        key = (p.publisher, p.engine, p.engine_version, p.gpu, p.shape, p.input_tokens, p.output_tokens)
-        key += (p.concurrency, p.quant, find_model(p.model).architecture_key, figures)
-        assert key not in seen, f"{p.row_id} repeats {seen[key]}"
-        seen[key] = p.row_id
+    assert _repeats(points, 12) == []
 
 
 def test_a_published_table_read_twice_counts_once() -> None:
     """The reference lines' TensorRT-LLM 0.17 maxima were read again from the release's own page: kept once."""
-    seen: dict[tuple[object, ...], str] = {}
-    for p in published_points():
-        figures = tuple(f"{v:.4g}" if v is not None else "" for v in (p.tpot_ms, p.ttft_ms, p.output_tok_s))
-        key = (p.publisher, p.engine, p.engine_version, p.gpu, p.shape, p.quant, p.input_tokens, p.output_tokens)
-        key += (p.concurrency, p.load, find_model(p.model).architecture_key, figures)
-        assert key not in seen, f"{p.row_id} repeats {seen[key]}"
-        seen[key] = p.row_id
+    assert _repeats(published_points(), 4) == []
