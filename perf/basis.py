@@ -17,7 +17,7 @@ def _calibrated_by(runs: Sequence[str], published: Sequence[Point]) -> Wording |
     """What calibrated an estimate: its probe runs, the published measurements, or both."""
     named: list[Wording] = []
     if runs:
-        run_list = (("runs", ", ".join(runs)),)
+        run_list = (("runs", Wording.listed(runs)),)
         named.append(
             Wording(template=N_("probe runs {runs}") if len(runs) > 1 else N_("probe run {runs}"), values=run_list)
         )
@@ -103,7 +103,7 @@ def _said_outside(
             ("arch", arch),
             ("engine", engine),
             ("sources", str(sources)),
-            ("figures", ", ".join(found)),
+            ("figures", Wording.listed(found)),
         ),
     )
 

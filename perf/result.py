@@ -39,10 +39,17 @@ class Wording(BaseModel):
 
     @classmethod
     def joined(cls, parts: "Sequence[Wording]") -> "Wording":
-        """Several wordings as one, separated by semicolons."""
+        """Several wordings as one, separated by semicolons (the language's own: '；' in Chinese)."""
         if len(parts) == 1:
             return parts[0]
-        return cls(template="{first}; {rest}", values=(("first", parts[0]), ("rest", cls.joined(parts[1:]))))
+        return cls(template=N_("{first}; {rest}"), values=(("first", parts[0]), ("rest", cls.joined(parts[1:]))))
+
+    @classmethod
+    def listed(cls, items: Sequence[str]) -> "Wording":
+        """Names or figures as one list, separated by commas (the language's own: '，' in Chinese)."""
+        if len(items) == 1:
+            return cls(template="{item}", values=(("item", items[0]),))
+        return cls(template=N_("{first}, {rest}"), values=(("first", items[0]), ("rest", cls.listed(items[1:]))))
 
 
 class Percentiles(BaseModel):

@@ -49,11 +49,13 @@ class OperatingPoint(BaseModel):
         """Output tokens/s per replica at this point, as a link carries it."""
         return link_tps(self.level.output_tok_s)
 
-    def band_words(self, tr: Translate = identity) -> str:
-        """'bands tok/s 0.58–1.15×, TPOT ..., TTFT ... of the estimate (8 in 10 held-out measurements of ...)'."""
-        band = self.estimate.band
+    def band_words(self, tr: Translate = identity, group: str | None = None) -> str:
+        """'bands tok/s 0.58–1.15×, TPOT ..., TTFT ... of the estimate (8 in 10 held-out measurements of ...)'.
+
+        `group` words the held-out group as a page names it (engines by name); by default the band's own words.
+        """
         return tr("bands {bands} of the estimate (8 in 10 held-out measurements of {group} fell within)").format(
-            bands=self.estimate.bands_text(tr), group=band.group_text(tr)
+            bands=self.estimate.bands_text(tr), group=self.estimate.band.group_text(tr) if group is None else group
         )
 
     def short_label_text(self, tr: Translate = identity) -> str:
@@ -63,10 +65,10 @@ class OperatingPoint(BaseModel):
             low=f"{band.low_ratio:.2f}", high=f"{band.high_ratio:.2f}", basis=self.estimate.basis.kind_text(tr)
         )
 
-    def label_text(self, tr: Translate = identity) -> str:
-        """'estimate: band 0.58–1.15× ...; basis fitted: ...': how a page names the number."""
+    def label_text(self, tr: Translate = identity, group: str | None = None, basis: str | None = None) -> str:
+        """'estimate: band 0.58–1.15× ...; basis fitted: ...': how a page names the number (group, basis: as worded)."""
         return tr("estimate: {band}; basis {basis}").format(
-            band=self.band_words(tr), basis=self.estimate.basis.worded(tr)
+            band=self.band_words(tr, group), basis=self.estimate.basis.worded(tr) if basis is None else basis
         )
 
     @property

@@ -70,10 +70,8 @@ def _named(wording: Wording) -> Wording:
 
 def estimate_label(point: OperatingPoint, tr: Translate) -> str:
     """How a page names an estimate: its bands, the held-out group in words, and its basis (tco's `label`, worded)."""
-    band = tr("bands {bands} of the estimate (8 in 10 held-out measurements of {group} fell within)").format(
-        bands=point.estimate.bands_text(tr), group=group_words(point.estimate.band.group, tr)
-    )
-    return tr("estimate: {band}; basis {basis}").format(band=band, basis=basis_words(point.estimate.basis, tr))
+    group = group_words(point.estimate.band.group, tr)
+    return point.label_text(tr, group=group, basis=basis_words(point.estimate.basis, tr))
 
 
 def unmodelled_gpu_note(gpu_name: str, tr: Translate) -> str:

@@ -248,6 +248,22 @@ def test_an_estimate_says_when_its_few_sources_on_this_architecture_measured_out
     assert "Beware" not in on_hopper.basis.text
 
 
+def test_a_basis_in_chinese_lists_its_figures_and_gaps_with_chinese_punctuation() -> None:
+    """The "Beware" figures and several gaps are joined as the page's language joins them, not by ASCII ', '."""
+    from i18n import translations
+    from perf.result import Wording
+
+    zh = translations("zh").gettext
+    request = PerfRequest(gpu="MI300X", gpus=8, model="deepseek-r1", engine="vllm", quant="fp8", concurrency=(32,))
+    basis = estimate(request).basis
+    assert basis.wording is not None and "TPOT" in basis.text and "×, TTFT" in basis.text
+    chinese = basis.wording.worded(zh)
+    assert "×，TTFT" in chinese and ", " not in chinese and "; " not in chinese
+    gaps = Wording.joined([Wording(template="a"), Wording(template="b"), Wording(template="c")])
+    assert (gaps.worded(), gaps.worded(zh)) == ("a; b; c", "a；b；c")
+    assert Wording.listed(["x"]).worded(zh) == "x" and Wording.listed(["x", "y"]).worded(zh) == "x，y"
+
+
 def test_a_release_measured_only_on_another_vendors_gpus_is_an_extrapolation() -> None:
     """The newest vLLM release ran on NVIDIA GPUs only: on an MI300X (a ROCm build) the estimate says so, wider."""
     request = PerfRequest(gpu="MI300X", gpus=8, model="llama-3.1-70b", engine="vllm", quant="fp8", concurrency=(16,))
