@@ -41,6 +41,11 @@ class Ranking(BaseModel):
     def top(self) -> RankedOption | None:
         return self.options[0] if self.options else None
 
+    @property
+    def first_measured(self) -> RankedOption | None:
+        """The best-ranked option that measurements of its engine on its GPU architecture back (not datasheet-only)."""
+        return next((o for o in self.options if not o.datasheet_only), None)
+
 
 Progress = Callable[[int, int], None]
 """Called as (options done, options in all) while the ranking runs."""

@@ -99,13 +99,7 @@ def _range_and_other_currency(ranking: Ranking) -> None:
         ).format(range=format_money_range(low, high, cur, language=lang))
     )
     if top.datasheet_only:
-        st.warning(
-            _(
-                "This option rests on datasheet figures alone: no measurement of {engine} on {gpu}'s architecture "
-                "backs it. Rank by the pessimistic end, or probe it before buying."
-            ).format(engine=top.engine_name, gpu=top.gpu_name),
-            icon="⚠️",
-        )
+        st.warning(_datasheet_warning(ranking), icon="⚠️")
     other = Currency.USD if cur == Currency.CNY else Currency.CNY
     fx = ranking.inputs.cny_per_usd
     st.caption(
@@ -119,6 +113,31 @@ def _range_and_other_currency(ranking: Ranking) -> None:
             fleet=format_money(convert(top.fleet_cost_per_month, cur, other, fx), other, compact=True, language=lang),
         )
     )
+
+
+def _datasheet_warning(ranking: Ranking) -> str:
+    """Why the top option is uncertain, and the best-ranked option that measurements back instead."""
+    top, measured = ranking.top, ranking.first_measured
+    assert top is not None
+    text = _(
+        "This option rests on datasheet figures alone: no measurement of {engine} on {gpu}'s architecture "
+        "backs it. Rank by the pessimistic end, or probe it before buying."
+    ).format(engine=top.engine_name, gpu=top.gpu_name)
+    if measured is None:
+        return text
+    cur, lang = ranking.inputs.currency, language()
+    low, high = measured.cost_per_million_range
+    best = _(
+        "The best-ranked option that measurements back is rank {rank}, {label}: {cost} per million output tokens "
+        "({range} across its band), {verdict}."
+    ).format(
+        rank=measured.rank,
+        label=measured.worded_label(_),
+        cost=format_money(measured.cost_per_million_output_tokens, cur, language=lang),
+        range=format_money_range(low, high, cur, language=lang),
+        verdict=_("meets the SLO") if measured.meets_slo else _("misses the SLO"),
+    )
+    return _("{warning} {alternative}").format(warning=text, alternative=best)
 
 
 def latency_and_links(top: RankedOption) -> None:
