@@ -43,8 +43,11 @@ class Ranking(BaseModel):
 
     @property
     def first_measured(self) -> RankedOption | None:
-        """The best-ranked option that measurements of its engine on its GPU architecture back (not datasheet-only)."""
-        return next((o for o in self.options if not o.datasheet_only), None)
+        """The best-ranked option with a measured basis: fitted on its engine's release and GPU, or calibrated by a run.
+
+        Not one that rests on datasheets, nor an extrapolation to a release or vendor no measurement covers.
+        """
+        return next((o for o in self.options if o.basis_kind in ("fitted", "calibrated")), None)
 
 
 Progress = Callable[[int, int], None]

@@ -30,7 +30,7 @@ def test_compare_in_chinese_ranks_with_every_text_translated() -> None:
     assert not at.exception and not at.error
     datasheet_only = bool(at.dataframe[0].value["datasheet only"].iloc[0])
     assert [w.value.startswith("该方案只依据规格参数") for w in at.warning] == ([True] if datasheet_only else [])
-    assert all("。有实测支撑的最优方案排第 " in w.value for w in at.warning)
+    assert all("。依据为实测（拟合或校准）的最优方案排第 " in w.value for w in at.warning)
     assert at.title[0].value == "哪个方案最便宜？"
     assert _leftovers(at) == []
     assert [t.label for t in at.tabs] == ["排名", "成本与延迟", "方案详情"]

@@ -59,12 +59,13 @@ def test_ranking_is_sorted_by_cost_with_slo_misses_last(ranking: Ranking) -> Non
     assert {o.label for o in by_fleet.options} == {o.label for o in options}
 
 
-def test_the_first_measured_option_is_the_best_ranked_one_not_resting_on_datasheets(ranking: Ranking) -> None:
+def test_the_first_measured_option_is_the_best_ranked_one_with_a_measured_basis(ranking: Ranking) -> None:
     measured = ranking.first_measured
-    assert measured is not None and not measured.datasheet_only
-    assert all(o.datasheet_only for o in ranking.options[: measured.rank - 1])
-    only_datasheets = ranking.model_copy(update={"options": tuple(o for o in ranking.options if o.datasheet_only)})
-    assert only_datasheets.first_measured is None
+    assert measured is not None and measured.basis_kind == "fitted"
+    before = {o.basis_kind for o in ranking.options[: measured.rank - 1]}
+    assert before <= {"datasheet", "extrapolated"}, "every option ranked above it is measured less"
+    unmeasured = tuple(o for o in ranking.options if o.basis_kind in ("datasheet", "extrapolated"))
+    assert ranking.model_copy(update={"options": unmeasured}).first_measured is None
 
 
 def test_an_slo_nothing_meets_lists_every_option_as_missing_it() -> None:

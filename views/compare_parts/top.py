@@ -116,7 +116,7 @@ def _range_and_other_currency(ranking: Ranking) -> None:
 
 
 def _datasheet_warning(ranking: Ranking) -> str:
-    """Why the top option is uncertain, and the best-ranked option that measurements back instead."""
+    """Why the top option is uncertain, and the best-ranked option with a measured basis instead."""
     top, measured = ranking.top, ranking.first_measured
     assert top is not None
     text = _(
@@ -128,8 +128,8 @@ def _datasheet_warning(ranking: Ranking) -> str:
     cur, lang = ranking.inputs.currency, language()
     low, high = measured.cost_per_million_range
     best = _(
-        "The best-ranked option that measurements back is rank {rank}, {label}: {cost} per million output tokens "
-        "({range} across its band), {verdict}."
+        "The best-ranked option with a measured basis (fitted or calibrated) is rank {rank}, {label}: {cost} per "
+        "million output tokens ({range} across its band), {verdict}."
     ).format(
         rank=measured.rank,
         label=measured.worded_label(_),
