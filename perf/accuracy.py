@@ -53,9 +53,16 @@ def targets() -> dict[str, object]:
     return value
 
 
-def accuracy(predictions: Sequence[Prediction], unit: Callable[[Point], str] = by_source) -> list[GroupAccuracy]:
-    """Every group of every kind, per metric (groups without a measurement of a metric are left out)."""
-    inside = coverage(predictions, unit)
+def accuracy(
+    predictions: Sequence[Prediction],
+    unit: Callable[[Point], str] = by_source,
+    inside: dict[int, dict[str, bool]] | None = None,
+) -> list[GroupAccuracy]:
+    """Every group of every kind, per metric (groups without a measurement of a metric are left out).
+
+    `inside` is `perf.bands.coverage` of the predictions when the caller has it already (it takes minutes).
+    """
+    inside = coverage(predictions, unit) if inside is None else inside
     out: list[GroupAccuracy] = []
     for kind, key in GROUP_KINDS.items():
         grouped: dict[str, list[int]] = {}

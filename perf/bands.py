@@ -214,6 +214,33 @@ def widenings(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -
     return dict(sorted(out.items()))
 
 
+class Coverage(BaseModel):
+    """How many of an engine's held-out measurements of one metric fell inside the band quoted without their source."""
+
+    model_config = ConfigDict(frozen=True)
+
+    share: float
+    points: int
+    sources: int
+
+
+def engine_coverage(
+    predictions: Sequence[Prediction], inside: dict[int, dict[str, bool]], unit: Callable[[Point], str]
+) -> dict[str, Coverage]:
+    """'metric|engine' -> its coverage, from `coverage`'s verdicts (the figures docs/performance-model.md reports)."""
+    hits: dict[str, list[bool]] = {}
+    units: dict[str, set[str]] = {}
+    for i, p in enumerate(predictions):
+        for metric, hit in inside.get(i, {}).items():
+            key = band_key(metric, p.row.point.engine)
+            hits.setdefault(key, []).append(hit)
+            units.setdefault(key, set()).add(unit(p.row.point))
+    return {
+        key: Coverage(share=round(float(np.mean(v)), 4), points=len(v), sources=len(units[key]))
+        for key, v in sorted(hits.items())
+    }
+
+
 def coverage(predictions: Sequence[Prediction], unit: Callable[[Point], str]) -> dict[int, dict[str, bool]]:
     """For each prediction (by index): whether its measurement fell inside the band quoted without its unit.
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from catalog import find_gpu
-from perf.bands import NEW_ARCH, POOLED_KEY, BandStats, metric_bands, widenings
+from perf.bands import NEW_ARCH, POOLED_KEY, BandStats, Coverage, coverage, engine_coverage, metric_bands, widenings
 from perf.features import FEATURES
 from perf.fit import POOLED, Row, family_rows, fit_theta, readout
 from perf.fitset import Point, fitset_config, load_points
@@ -50,6 +50,7 @@ class Coefficients(BaseModel):
     held_out_median_ape: dict[str, float]
     fit_set: str
     left_out: dict[str, int]
+    coverage: dict[str, Coverage] = {}  # 'metric|engine' -> share of held-out measurements inside (with_coverage)
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,16 @@ def build(rows: Sequence[Row]) -> tuple[Coefficients, Validation]:
         left_out=dict(left_out),
     )
     return coefficients, checked
+
+
+def coverage_by_source(checked: Validation) -> dict[int, dict[str, bool]]:
+    """Each by-source prediction inside or outside the band quoted without its source (about two minutes)."""
+    return coverage(checked.by_source, by_source)
+
+
+def with_coverage(coefficients: Coefficients, checked: Validation, inside: dict[int, dict[str, bool]]) -> Coefficients:
+    """The coefficients with each engine's held-out band coverage per metric (an estimate words a shortfall)."""
+    return coefficients.model_copy(update={"coverage": engine_coverage(checked.by_source, inside, by_source)})
 
 
 def write(coefficients: Coefficients, path: Path = COEFFICIENTS_JSON) -> None:

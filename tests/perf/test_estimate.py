@@ -248,6 +248,22 @@ def test_an_estimate_says_when_its_few_sources_on_this_architecture_measured_out
     assert "Beware" not in on_hopper.basis.text
 
 
+def test_a_fitted_estimate_says_when_its_engines_bands_held_fewer_than_8_in_10_held_out() -> None:
+    """SGLang's sources disagree: its TPOT and TTFT bands held fewer of its held-out measurements than they promise."""
+    coverage = load_coefficients().coverage
+    short = [m for m in ("tpot_ms", "ttft_ms", "output_tok_s") if coverage[f"{m}|sglang"].share < 0.75]
+    assert short, "the check is vacuous: every SGLang band holds 8 in 10"
+    request = PerfRequest(gpu="H100", gpus=2, model="llama3.1-8b", engine="sglang", concurrency=(16,))
+    basis = estimate(request).basis
+    assert basis.kind == "fitted" and "bands held fewer than 8 in 10 of its measurements" in basis.text
+    labels = {"tpot_ms": "TPOT", "ttft_ms": "TTFT", "output_tok_s": "tok/s"}
+    for metric in short:
+        assert f"{labels[metric]} {coverage[metric + '|sglang'].share:.1%}" in basis.text
+    held = [m for m in ("tpot_ms", "ttft_ms", "output_tok_s") if coverage[f"{m}|vllm"].share >= 0.75]
+    vllm = estimate(request.model_copy(update={"engine": "vllm"}))
+    assert len(held) == 3 and "fewer than 8 in 10" not in vllm.basis.text
+
+
 def test_a_basis_in_chinese_lists_its_figures_and_gaps_with_chinese_punctuation() -> None:
     """The "Beware" figures and several gaps are joined as the page's language joins them, not by ASCII ', '."""
     from i18n import translations

@@ -4,7 +4,15 @@ import pytest
 
 from perf import PerfRequest, estimate
 from perf.accuracy import Check, accuracy, calibration_check, target_checks, targets
-from perf.coefficients import Validation, build, feature_rows, load_coefficients
+from perf.coefficients import (
+    Coefficients,
+    Validation,
+    build,
+    coverage_by_source,
+    feature_rows,
+    load_coefficients,
+    with_coverage,
+)
 from perf.fit import CONSTANT, POOLED, ROCM, ROOF, Row, family_rows, fit_theta, idle_points, rocm_sources
 from perf.validate import median_ape
 
@@ -59,9 +67,16 @@ def test_a_family_measured_only_busy_takes_the_pooled_constant_and_one_user_wait
 
 def test_held_out_by_source_every_target_holds(built: tuple[object, Validation]) -> None:
     """Each source (publisher x engine release) predicted by a fit without it; a target missed fails the test."""
-    _, checked = built
-    groups = accuracy(checked.by_source)
+    fresh, checked = built
+    inside = coverage_by_source(checked)
+    groups = accuracy(checked.by_source, inside=inside)
     checks = target_checks(groups)
+    assert isinstance(fresh, Coefficients)  # the coverage each estimate words its shortfall from is this one's
+    stored = with_coverage(fresh, checked, inside).coverage
+    assert stored == load_coefficients().coverage, "run `make perf-model` to refresh perf/data/coefficients.json"
+    for g in groups:
+        if g.kind == "engine" and f"{g.metric}|{g.group}" in stored:
+            assert round(g.coverage, 4) == stored[f"{g.metric}|{g.group}"].share
     assert len({g.group for g in groups if g.kind == "publisher"}) >= 6, "independent publishers, not one set"
     assert {"vllm", "sglang", "tensorrt-llm"} <= {g.group for g in groups if g.kind == "engine"}
     assert {"AMD", "NVIDIA"} <= {g.group for g in groups if g.kind == "vendor"}
