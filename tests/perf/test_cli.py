@@ -329,3 +329,14 @@ def test_help_defaults_are_the_request_models_defaults(capsys: pytest.CaptureFix
         got = getattr(getattr(parsed, outer), inner) if inner else getattr(parsed, outer)
         assert got == model_default, f"{flag.names[0]}: --help says {stated.group(1)}, the model {model_default}"
     assert shown >= 12
+
+
+def test_a_refit_reports_the_held_out_errors_by_source_first() -> None:
+    """`python -m perf fit` leads with the by-source medians the docs report, not the by-group ones."""
+    from perf.coefficients import load_coefficients
+    from perf.refit import summary
+
+    ape = load_coefficients().held_out_median_ape
+    line = summary(ape)
+    assert line.startswith(f"held-out median APE by source: TPOT {ape['tpot_by_source']:.1%}, ")
+    assert f"TTFT {ape['ttft_by_source']:.1%} (by group: TPOT {ape['tpot']:.1%}, " in line
