@@ -13,7 +13,7 @@ from perf.errors import PerfError
 from perf.estimate import estimate
 from perf.fit import Row, fit_theta
 from perf.fitset import Point
-from perf.hardware import model_facts
+from perf.targets import coverage_range, judged, targets
 from perf.validate import METRICS, Prediction, by_source, predict
 
 
@@ -44,13 +44,6 @@ GROUP_KINDS: dict[str, Callable[[Point], str]] = {
     "moe": _moe,
     "publisher": lambda p: p.publisher,
 }
-
-
-def targets() -> dict[str, object]:
-    """perf/data/model.toml [targets]."""
-    value = model_facts()["targets"]
-    assert isinstance(value, dict)
-    return value
 
 
 def accuracy(
@@ -181,8 +174,7 @@ def target_checks(groups: Sequence[GroupAccuracy]) -> list[Check]:
     )
     assert isinstance(overall, dict) and isinstance(per_group, dict) and isinstance(kinds, list)
     assert isinstance(missed, dict)
-    low, high = float(str(t["coverage_low"])), float(str(t["coverage_high"]))
-    min_points, min_sources = int(str(t["group_min_points"])), int(str(t["group_min_sources"]))
+    low, high = coverage_range()
     out: list[Check] = []
 
     def add(name: str, value: float, lo: float, hi: float) -> None:
@@ -190,13 +182,13 @@ def target_checks(groups: Sequence[GroupAccuracy]) -> list[Check]:
         out.append(Check(name=name, value=value, low=lo, high=hi, missed_limit=float(limit) if limit else None))
 
     for g in groups:
-        judged = g.points >= min_points and g.sources >= min_sources
+        is_judged = judged(g.points, g.sources)
         where = "overall" if g.kind == "all" else f"in {g.kind} {g.group}"
         if g.kind == "all" and g.metric in overall:
             add(f"{g.metric} median error overall", g.median_ape, 0.0, float(overall[g.metric]))
-        if g.kind in kinds and g.metric in per_group and judged:
+        if g.kind in kinds and g.metric in per_group and is_judged:
             add(f"{g.metric} median error {where}", g.median_ape, 0.0, float(per_group[g.metric]))
-        if (g.kind in kinds or g.kind == "all") and judged and math.isfinite(g.coverage):
+        if (g.kind in kinds or g.kind == "all") and is_judged and math.isfinite(g.coverage):
             add(f"{g.metric} band coverage {where}", g.coverage, low, high)
     return out
 

@@ -9,8 +9,8 @@ from perf.bands import NEW_ARCH, POOLED_KEY, BandStats, band_key, choose, widene
 from perf.calibrate import Correction
 from perf.coefficients import load_coefficients
 from perf.fitset import Point
-from perf.hardware import model_facts
 from perf.result import CALIBRATING_GROUP, Band, Basis, Wording
+from perf.targets import coverage_range, judged
 from perf.validate import METRIC_LABELS, METRICS
 
 
@@ -116,18 +116,12 @@ def _held_short(basis: Wording, engine: str) -> Wording:
     its targets are (perf/data/model.toml [targets]): at least `group_min_points` and `group_min_sources`, short of
     `coverage_low`. A band that promises 8 in 10 must say when its engine's own sources held it to fewer.
     """
-    targets = model_facts()["targets"]
-    assert isinstance(targets, dict)
-    low, min_points, min_sources = (
-        float(str(targets["coverage_low"])),
-        int(str(targets["group_min_points"])),
-        int(str(targets["group_min_sources"])),
-    )
+    low, _ = coverage_range()
     coverage = load_coefficients().coverage
     short = []
     for metric in METRICS:
         held = coverage.get(band_key(metric, engine))
-        if held and held.points >= min_points and held.sources >= min_sources and held.share < low:
+        if held and judged(held.points, held.sources) and held.share < low:
             short.append(f"{METRIC_LABELS[metric]} {held.share:.1%}")
     if not short:
         return basis
