@@ -68,6 +68,7 @@ class FakeServer:
         self._queue: deque[FakeStream] = deque()
         self._prefix_blocks: set[int] = set()
         self._next_id = 0
+        self._held = False  # hold(): completions queue without starting until release()
         self._server: asyncio.Server | None = None
         self.connections: set[ServerConnection] = set()
 
@@ -100,6 +101,27 @@ class FakeServer:
                     conn.transport.close()
 
         self.loop.call_soon_threadsafe(close)
+
+    def hold(self) -> None:
+        """From now on, streamed completions wait in the queue without starting (thread-safe), until release().
+
+        A test uses it to see a client's in-flight state for as long as it needs, whatever the machine's speed.
+        """
+        self.loop.call_soon_threadsafe(setattr, self, "_held", True)
+
+    def release(self) -> None:
+        """Start the held completions (as far as the running cap admits them) and stop holding (thread-safe)."""
+
+        def admit() -> None:
+            self._held = False
+            self._admit_waiting()
+            self._load_changed()
+
+        self.loop.call_soon_threadsafe(admit)
+
+    def waiting(self) -> int:
+        """How many streamed completions wait in the queue now."""
+        return len(self._queue)
 
     def records(self) -> list[RequestRecord]:
         """Every request seen so far (a copy of the list)."""
@@ -225,12 +247,16 @@ class FakeServer:
             self.counters.waiting -= 1
             return
         self.counters.running -= 1
+        self._admit_waiting()
+        self._load_changed()
+
+    def _admit_waiting(self) -> None:
+        """Start the waiting streams, in order, while they fit."""
         while self._queue and self._admits(self._queue[0]):
             nxt = self._queue.popleft()
             self.counters.waiting -= 1
             self.counters.running += 1
             nxt.start()
-        self._load_changed()
 
     def _load_changed(self) -> None:
         """The fake GPUs' power follows the requests running."""
@@ -238,8 +264,10 @@ class FakeServer:
             self.gpu_power.observe(self.counters.running)
 
     def _admits(self, stream: FakeStream) -> bool:
-        """True when the stream may start now: below max_running and below its own slots, if any."""
-        return all(cap is None or self.counters.running < cap for cap in (self.max_running, stream.batching.slots))
+        """True when the stream may start now: not held, below max_running and below its own slots, if any."""
+        return not self._held and all(
+            cap is None or self.counters.running < cap for cap in (self.max_running, stream.batching.slots)
+        )
 
     def _full_body(self, record: RequestRecord, req: dict[str, Any], beh: Behaviour, chat: bool) -> bytes:
         n = min(beh.tokens, int(req.get("max_tokens") or beh.tokens))

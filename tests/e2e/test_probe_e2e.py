@@ -38,7 +38,7 @@ LIVE_PROGRESS = """() => {
 
 @pytest.fixture
 def fake() -> Iterator[FakeServer]:
-    # About 0.45 s per request (18 of them, about 5 s of levels): time to watch the progress, quick for a test.
+    # About 0.45 s per request (18 of them, about 5 s of levels), quick for a test.
     with serve_in_thread(defaults=Behaviour(ttft_ms=50, tpot_ms=10, tokens=40), max_running=None) as server:
         yield server
 
@@ -46,8 +46,12 @@ def fake() -> Iterator[FakeServer]:
 def test_a_small_probe_from_the_page_shows_progress_and_the_chart(
     page: object, app_url: str, fake: FakeServer, tmp_path: Path
 ) -> None:
+    # The server holds the first level's requests until the page has shown them in flight: on a busy machine the
+    # page may draw later than the levels take, and the progress must be seen while the worker runs.
+    fake.hold()
     start_probe(page, f"{app_url}/probe?url={fake.base_url}&model=fake&levels=1,2,4&requests=6&label=e2e-run", KEY)
     page.wait_for_function(LIVE_PROGRESS)  # live progress while the worker runs
+    fake.release()
     # Then the results: figures, the charts (the latency one with its two TTFT targets) and "Cost this".
     wait_probe_done(page)
     expect(metric(page, MAX_IN_SLO)).to_have_text("4")

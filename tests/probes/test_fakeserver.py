@@ -97,6 +97,25 @@ def test_close_idle_connections_leaves_busy_ones_open() -> None:
         assert next(iter(server.connections)).busy
 
 
+def test_held_requests_wait_without_a_byte_until_released() -> None:
+    with serve_in_thread(defaults=Behaviour(ttft_ms=10, tpot_ms=1, tokens=3)) as server:
+        server.hold()
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.settimeout(30)
+            send_only(sock, "fake")
+            wait_until(lambda: server.waiting() == 1)  # it waits in the queue
+            sock.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                sock.recv(1)  # nothing sent while held, not even the headers
+            sock.setblocking(True)
+            server.release()
+            data = b""
+            while not data.endswith(b"0\r\n\r\n"):
+                data += sock.recv(65536)
+        assert server.waiting() == 0
+    assert data.count(b'"content":" ') == 3 and b"data: [DONE]" in data
+
+
 def test_models_metrics_and_records_endpoints() -> None:
     with serve_in_thread(models=("fake", "other"), spec_acceptance=0.75) as server:
         base = f"http://127.0.0.1:{server.port}"
