@@ -110,8 +110,8 @@ def suggestions(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, 
                 count=need, gpu=ctx.gpu.name, concurrency=r.concurrency, context=ctx.context_tokens
             )
         )
-    elif need is None and result.fits:
-        out.extend(_more_nodes(ctx, engine, quant, kv))
+    elif need is None:
+        out.extend(_fewest_gpus(ctx, engine, quant, kv, result))
     if result.fits and result.max_concurrent_sequences:
         per_seq = result.kv_budget_gb_per_gpu / max(1, result.max_concurrent_sequences // result.replicas)
         shorter = int(
@@ -127,6 +127,30 @@ def suggestions(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, 
         fits_any = ctx.min_gpus(engine, quant, kv, target=False)
         if fits_any is None:
             ctx.warn(nowhere_message(ctx, engine, quant, kv))
+    return out
+
+
+def _fewest_gpus(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, result: MemoryFit) -> list[str]:
+    """When no GPU count of one node meets the target: the fewest that hold the model at all, then more nodes."""
+    out = list[str]()
+    fewest = None if result.fits else ctx.min_gpus(engine, quant, kv, target=False)
+    if fewest is not None and fewest > ctx.request.gpus:
+        alt = ctx.fit(engine, quant, kv, gpus=fewest)
+        if alt.fits:
+            out.append(
+                ctx.tr(
+                    "More GPUs: {count}x {gpu} hold the model, with room for {sequences} of the {concurrency} "
+                    "sequences of {context} tokens."
+                ).format(
+                    count=fewest,
+                    gpu=ctx.gpu.name,
+                    sequences=alt.max_concurrent_sequences,
+                    concurrency=ctx.request.concurrency,
+                    context=ctx.context_tokens,
+                )
+            )
+    if result.fits or fewest is not None:
+        out.extend(_more_nodes(ctx, engine, quant, kv))
     return out
 
 

@@ -170,3 +170,25 @@ def test_a_short_fit_is_told_what_holds_more_not_a_format_that_holds_the_same() 
     quantize = [s for s in said if s.startswith("Quantize to")]
     assert quantize and int(quantize[0].split("room for ")[1].split()[0]) > advice.memory.max_concurrent_sequences
     assert "More nodes: 2 nodes of 8x H20 96GB hold 16 sequences of 4096 tokens." in said, said
+
+
+def test_a_model_that_one_node_holds_only_below_the_target_says_how_many_gpus_and_nodes_it_takes() -> None:
+    # DeepSeek-R1 in FP8 on one H20: eight H20s hold its 673 GB of weights with room for only a few sequences, and
+    # two nodes hold the target. The advice names both, rather than stopping at "does not fit".
+    advice = advise(AdviceRequest(gpu="h20", gpus=1, model="deepseek-r1", engine="vllm", concurrency=16))
+    assert not advice.memory.fits
+    eight = fit(
+        find_model("deepseek-r1"),
+        find_gpu("h20"),
+        gpus=8,
+        split_kind="tensor",
+        quant="fp8",
+        kv_dtype="fp8",
+        context=4096,
+        concurrency=16,
+    )
+    assert eight.fits and not eight.meets_concurrency
+    said = " ".join(advice.memory.suggestions)
+    assert f"More GPUs: 8x H20 96GB hold the model, with room for {eight.max_concurrent_sequences} of the 16" in said
+    assert "More nodes: 2 nodes of 8x H20 96GB hold 16 sequences" in said
+    assert any("More GPUs: 8x H20" in warning for warning in advice.warnings)
