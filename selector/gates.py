@@ -4,9 +4,11 @@ from pydantic import BaseModel, ConfigDict
 
 from catalog.engines import gpu_platform
 from catalog.gpus import Gpu
-from catalog.quantization import get_quant, sm_label, sm_name
+from catalog.quantization import get_quant, load_quant_methods, sm_label, sm_name
 from i18n import DEFAULT_LANGUAGE, Language
 from selector.rules import Statement, load_rules
+
+LIST_SEPARATOR: dict[Language, str] = {"en": ", ", "zh": "、"}
 
 
 class Gate(BaseModel):
@@ -41,6 +43,7 @@ def gate(method_id: str, gpu: Gpu, language: Language = DEFAULT_LANGUAGE) -> Gat
         "platform": platform,
         "sm": sm_name(gpu),
         "marlin_sm": sm_label(gates.marlin_min_sm),
+        "runs_there": LIST_SEPARATOR[language].join(m.name for m in load_quant_methods() if platform in m.vendors),
     }
 
     def outcome(statement: Statement, *, allowed: bool, degraded: bool = False) -> Gate:

@@ -39,7 +39,11 @@ def test_an_ascend_npu_is_its_own_platform_and_runs_only_vllm_and_lmdeploy(gpu_i
     assert (npu.vendor, npu.kind, gpu_platform(npu)) == ("Huawei", "npu", "ascend")
     assert {e.id for e in load_engines() if e.runs_on_gpu(npu)} == {"vllm", "lmdeploy"}
     assert {m.id for m in load_quant_methods() if gate(m.id, npu).allowed} == {"bf16"}
-    assert gate("awq", npu).rule_id == "gate.no_kernels"
+    refused = gate("awq", npu)
+    assert refused.rule_id == "gate.no_kernels"
+    # The refusal names what does run there, not another platform's advice (GGUF on Apple, FP8 on AMD).
+    assert refused.reason.endswith("the formats that run there: BF16 (no quantization).")
+    assert gate("awq", npu, "zh").reason.endswith("能在上面运行的格式：BF16 (no quantization)。")
 
 
 def test_the_910b_is_found_by_the_names_people_use() -> None:
