@@ -30,7 +30,7 @@ def multi_node(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str, r
         "max_nodes": ctx.book.limits.max_nodes,
         "weights_gb": weights_gb(ctx.model, quant),
     }
-    if engine.id not in statement.engines or ctx.gpu.kind not in statement.gpu_kinds:
+    if not statement.applies(engine.id, ctx.gpu.kind):
         return result
     nodes = min_nodes(
         ctx.model,
@@ -160,7 +160,7 @@ def _more_nodes(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str) 
     Empty if none does, or if the engine's multi-node layout does not apply to this engine or GPU.
     """
     statement = ctx.book.multi_node
-    if engine.split != "tensor" or engine.id not in statement.engines or ctx.gpu.kind not in statement.gpu_kinds:
+    if engine.split != "tensor" or not statement.applies(engine.id, ctx.gpu.kind):
         return []
     nodes = min_nodes(
         ctx.model,
@@ -186,8 +186,11 @@ def _more_nodes(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str) 
 
 
 def nowhere_message(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: str) -> str:
-    """The model fits no GPU count of this GPU: say so, with the smallest valid setup elsewhere in the catalog."""
-    best: tuple[float, str] | None = None
+    """The model fits no GPU count of this GPU: say so, with the smallest valid setup elsewhere in the catalog.
+
+    A setup of the same vendor comes first (an Ascend team is pointed at a larger Ascend part, not an NVIDIA one).
+    """
+    best: tuple[bool, float, str] | None = None
     for gpu in load_gpus():
         if not engine.runs_on_gpu(gpu):
             continue
@@ -196,10 +199,10 @@ def nowhere_message(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: s
                 continue
             count = ctx.min_gpus(engine, option, kv, target=False, gpu=gpu)
             if count is not None:
-                memory = count * gpu.memory_gb
-                if best is None or memory < best[0]:
+                key = (gpu.vendor != ctx.gpu.vendor, count * gpu.memory_gb)
+                if best is None or key < best[:2]:
                     best = (
-                        memory,
+                        *key,
                         ctx.tr("{count}x {gpu} with {method}").format(
                             count=count, gpu=gpu.name, method=get_quant(option).name
                         ),
@@ -214,7 +217,7 @@ def nowhere_message(ctx: AdviceContext, engine: ServingEngine, quant: str, kv: s
     )
     if best is None:
         return ctx.then(head, ctx.tr("No GPU in the catalog holds it on one node; pick a smaller model."))
-    return ctx.then(head, ctx.tr("Nearest valid setup: {setup}; or pick a smaller model.").format(setup=best[1]))
+    return ctx.then(head, ctx.tr("Nearest valid setup: {setup}; or pick a smaller model.").format(setup=best[2]))
 
 
 def memory_decision(ctx: AdviceContext, result: MemoryFit) -> None:

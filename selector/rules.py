@@ -198,10 +198,13 @@ class AttentionDataParallel(Statement):
 class MultiNode(Statement):
     """The smallest multi-node layout when one node is not enough."""
 
-    engines: tuple[str, ...]
-    gpu_kinds: tuple[str, ...]
+    engines_by_kind: dict[str, tuple[str, ...]]
     reason_none: str
     reason_none_zh: str = ""
+
+    def applies(self, engine_id: str, gpu_kind: str) -> bool:
+        """Whether a multi-node layout is proposed for this engine on this kind of GPU."""
+        return engine_id in self.engines_by_kind.get(gpu_kind, ())
 
 
 class KvOffloadPeaks(Statement):

@@ -45,6 +45,7 @@ def lmdeploy_command(plan: Plan) -> LaunchCommand:
     notes = list(src.notes)
     warnings += src.warnings
     prepare = list(src.prepare)
+    warnings += _ascend_nodes(plan)
     tp, pp = tp_size(plan), plan.pipeline_parallel
     adp = plan.attention_data_parallel
     argv = ["lmdeploy", "serve", "api_server", src.path, "--backend", backend, *_device(plan, notes)]
@@ -92,6 +93,18 @@ def lmdeploy_command(plan: Plan) -> LaunchCommand:
         notes=tuple(notes),
         warnings=tuple(warnings),
     )
+
+
+def _ascend_nodes(plan: Plan) -> list[str]:
+    """A warning when the plan spans several Ascend nodes, which LMDeploy's Ascend guide does not cover."""
+    if plan.platform != "ascend" or plan.nodes <= 1:
+        return []
+    return [
+        plan.tr(
+            "LMDeploy's Ascend guide runs on one server and documents no run over several nodes: for {nodes} nodes of "
+            "Ascend NPUs use vLLM (vllm-ascend)."
+        ).format(nodes=plan.nodes)
+    ]
 
 
 def _device(plan: Plan, notes: list[str]) -> list[str]:

@@ -179,12 +179,16 @@ def lmdeploy_source(plan: Plan, backend: str) -> Source:
         if model.native_format == "fp8" and model.hf_repo:
             return Source(path=model.hf_repo)
         return Source(path=bf16(model), online=backend == "pytorch")
-    if published:
+    ascend = plan.platform == "ascend"
+    if published and not ascend:
         return Source(path=published)
     if quant in LMDEPLOY_LITE:
         path = placeholder(model, SUFFIXES[quant])
         sub, *extra = LMDEPLOY_LITE[quant]
-        command = ("lmdeploy", "lite", sub, bf16(model), "--work-dir", path, *extra)
+        # On Ascend the quantization itself runs on the NPU (docs/en/get_started/ascend/get_started.md); the
+        # checkpoints published for CUDA are not what its Ascend backend documents loading.
+        device = ("--device", "npu") if ascend else ()
+        command = ("lmdeploy", "lite", sub, bf16(model), "--work-dir", path, *extra, *device)
         return Source(path=path, prepare=[command], notes=[made_note(plan, path, f"`lmdeploy lite {sub}`")])
     return no_tool(plan)
 

@@ -1,4 +1,4 @@
-"""The vLLM command: `vllm serve` with today's flags; several nodes by --nnodes/--node-rank and --headless."""
+"""The vLLM command: `vllm serve` with today's flags; several nodes by --nnodes and --headless, or Ray on Ascend."""
 
 import json
 import shlex
@@ -58,14 +58,7 @@ def vllm_command(plan: Plan) -> LaunchCommand:
         notes.append(note)
     argv += ["--port", str(plan.engine.default_port)]
     notes.append(plan.tr("Prefix caching and chunked prefill are on by default in vLLM V1: no flags needed."))
-    if plan.platform == "ascend":
-        notes.append(
-            plan.tr(
-                "On Huawei Ascend this command runs in the vllm-ascend plugin: install the vllm-ascend release made "
-                "for your vLLM release on its CANN version (or start from its image quay.io/ascend/vllm-ascend of "
-                "that release); the flags are vLLM's."
-            )
-        )
+    notes += _ascend_notes(plan)
     return LaunchCommand(
         engine_id="vllm",
         argv=tuple(argv),
@@ -75,6 +68,28 @@ def vllm_command(plan: Plan) -> LaunchCommand:
         notes=tuple(notes),
         warnings=tuple(warnings),
     )
+
+
+def _ascend_notes(plan: Plan) -> list[str]:
+    """On Huawei Ascend: the vllm-ascend plugin that runs the command, and how it reads a W8A8 checkpoint."""
+    if plan.platform != "ascend":
+        return []
+    notes = [
+        plan.tr(
+            "On Huawei Ascend this command runs in the vllm-ascend plugin: install the vllm-ascend release made for "
+            "your vLLM release on its CANN version (or start from its image quay.io/ascend/vllm-ascend of that "
+            "release); the flags are vLLM's."
+        )
+    ]
+    if plan.quant == "w8a8-int8":
+        notes.append(
+            plan.tr(
+                "vllm-ascend reads an LLM-Compressor (compressed-tensors) W8A8 checkpoint, as here, with no "
+                "quantization flag; a checkpoint made by Ascend's ModelSlim (such as those vllm-ascend publishes "
+                "on ModelScope) needs --quantization ascend, a method the vllm-ascend plugin registers."
+            )
+        )
+    return notes
 
 
 def _offload(plan: Plan, gib: int, *, gpus: int, copies: int) -> tuple[list[str], str]:
@@ -111,6 +126,8 @@ def _nodes(plan: Plan, argv: list[str], *, dp: int, per_node: int) -> tuple[list
                 command=shlex.join([*argv, "--headless", "--data-parallel-start-rank", str(local)]),
             )
         )
+    if plan.platform == "ascend":
+        return _ascend_ray(plan, argv)
     argv += ["--nnodes", str(plan.nodes), "--node-rank", "0", "--master-addr", HEAD_NODE]
     worker = with_value(argv, "--node-rank", "1")
     return argv, (
@@ -120,6 +137,22 @@ def _nodes(plan: Plan, argv: list[str], *, dp: int, per_node: int) -> tuple[list
             "(InfiniBand or RoCE) between nodes."
         ).format(nodes=plan.nodes, others=other_nodes(plan), command=shlex.join([*worker, "--headless"]))
     )
+
+
+def _ascend_ray(plan: Plan, argv: list[str]) -> tuple[list[str], str]:
+    """One copy split over Ascend nodes: vllm-ascend runs it on a Ray cluster, the command on the head node only.
+
+    As vllm-ascend's docs/source/tutorials/features/ray.md gives it (tensor parallel inside a node, pipeline
+    parallel across nodes, --distributed-executor-backend ray).
+    """
+    argv = [*argv, "--distributed-executor-backend", "ray"]
+    return argv, plan.tr(
+        "On Ascend, vllm-ascend runs a copy split over {nodes} nodes on a Ray cluster. On every node set HCCL_IF_IP "
+        "to its own address, GLOO_SOCKET_IFNAME and TP_SOCKET_IFNAME to its network interface, "
+        "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 and ASCEND_RT_VISIBLE_DEVICES to its NPUs; run `ray start "
+        "--head` on the head node and `ray start --address={head}:6379` on {others}, then this command on the head "
+        "node only. Every node needs the checkpoint at the same path."
+    ).format(nodes=plan.nodes, head=HEAD_NODE, others=other_nodes(plan))
 
 
 def _npu_offload(gib: int) -> str:

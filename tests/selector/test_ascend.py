@@ -1,5 +1,5 @@
 """Huawei Ascend NPUs: their own platform, only the engines that run there (vLLM through vllm-ascend, LMDeploy's
-PyTorch engine with --device ascend), BF16 only, commands their releases accept, and no invented estimate."""
+PyTorch engine with --device ascend), BF16 or W8A8 INT8, commands their releases accept, and no invented estimate."""
 
 import json
 import shlex
@@ -38,12 +38,14 @@ def test_an_ascend_npu_is_its_own_platform_and_runs_only_vllm_and_lmdeploy(gpu_i
     npu = find_gpu(gpu_id)
     assert (npu.vendor, npu.kind, gpu_platform(npu)) == ("Huawei", "npu", "ascend")
     assert {e.id for e in load_engines() if e.runs_on_gpu(npu)} == {"vllm", "lmdeploy"}
-    assert {m.id for m in load_quant_methods() if gate(m.id, npu).allowed} == {"bf16"}
+    assert {m.id for m in load_quant_methods() if gate(m.id, npu).allowed} == {"bf16", "w8a8-int8"}
     refused = gate("awq", npu)
     assert refused.rule_id == "gate.no_kernels"
     # The refusal names what does run there, not another platform's advice (GGUF on Apple, FP8 on AMD).
-    assert refused.reason.endswith("the formats that run there: BF16 (no quantization).")
-    assert gate("awq", npu, "zh").reason.endswith("能在上面运行的格式：BF16 (no quantization)。")
+    assert refused.reason.endswith("the formats that run there: BF16 (no quantization), SmoothQuant W8A8 (INT8).")
+    assert gate("awq", npu, "zh").reason.endswith(
+        "能在上面运行的格式：BF16 (no quantization)、SmoothQuant W8A8 (INT8)。"
+    )
 
 
 def test_the_910b_is_found_by_the_names_people_use() -> None:
@@ -81,8 +83,54 @@ def test_lmdeploy_pinned_on_ascend_runs_its_pytorch_engine_and_sglang_pinned_fal
     assert any("SGLang does not run on Ascend 910B 64GB" in w for w in refused.warnings)
 
 
+def test_bf16_short_of_the_target_on_ascend_steps_to_w8a8_int8_that_both_engines_serve_there() -> None:
+    # Qwen2.5-72B on two 910Bs: BF16 (145 GB) leaves no room for 16 sequences; W8A8 INT8 halves it.
+    advice = advise(AdviceRequest.model_validate({"gpu": "910B", "gpus": "2", "model": "qwen2.5-72b"}))
+    assert (advice.engine, advice.quantization) == ("vllm", "w8a8-int8") and advice.memory.meets_concurrency
+    quant = next(d for d in advice.reasons if d.topic == "quantization")
+    assert quant.rule_id == "quant.ascend_w8a8" and "vllm-ascend" in quant.source
+    # vllm-ascend loads the published compressed-tensors checkpoint with no quantization flag, and says so.
+    assert advice.launch.argv[:3] == ("vllm", "serve", "RedHatAI/Qwen2.5-72B-Instruct-quantized.w8a8")
+    assert "--quantization" not in advice.launch.argv
+    assert any("--quantization ascend" in note and "ModelSlim" in note for note in advice.launch.notes)
+    _parses(advice.launch.command_line, "vllm")
+    # LMDeploy makes its own W8A8 on the NPU (lmdeploy lite smooth_quant --device npu), then serves it there.
+    runner = advice.runner_up_launch
+    assert runner is not None and advice.runner_up == "lmdeploy"
+    (made,) = runner.prepare
+    assert made[:3] == ("lmdeploy", "lite", "smooth_quant") and made[-2:] == ("--device", "npu")
+    assert runner.argv[3] == made[made.index("--work-dir") + 1]
+    _parses(runner.command_line, "lmdeploy")
+    # With room to spare, BF16 stays.
+    small = advise(AdviceRequest.model_validate({"gpu": "910B", "gpus": "2", "model": "qwen2.5-7b"}))
+    assert small.quantization == "bf16"
+
+
+def test_deepseek_r1_on_910bs_is_two_nodes_of_w8a8_on_a_ray_cluster_as_vllm_ascend_runs_it() -> None:
+    # vllm-ascend's DeepSeek-R1 tutorial: the W8A8 model on two Atlas 800 A2 nodes (8x 64 GB each).
+    advice = advise(AdviceRequest.model_validate({"gpu": "910B", "gpus": "8", "model": "deepseek-r1"}))
+    assert (advice.quantization, advice.memory.nodes, advice.memory.gpus_per_node) == ("w8a8-int8", 2, 8)
+    assert advice.memory.fits and advice.memory.meets_concurrency
+    argv = list(advice.launch.argv)
+    assert argv[argv.index("--distributed-executor-backend") + 1] == "ray" and "--nnodes" not in argv
+    assert any("ray start --head" in note and "only" in note for note in advice.launch.notes)
+    _parses(advice.launch.command_line, "vllm")
+    # LMDeploy documents no multi-node run on Ascend: its runner-up command says so.
+    assert advice.runner_up == "lmdeploy" and advice.runner_up_launch is not None
+    assert any("use vLLM (vllm-ascend)" in w for w in advice.runner_up_launch.warnings)
+
+
+def test_a_model_no_count_of_910bs_holds_on_lmdeploy_points_to_the_nearest_ascend_setup() -> None:
+    pinned = {"gpu": "910B", "gpus": "8", "model": "deepseek-r1", "engine": "lmdeploy"}
+    advice = advise(AdviceRequest.model_validate(pinned))
+    assert advice.engine == "lmdeploy" and not advice.memory.fits
+    assert any("Nearest valid setup: 8x Ascend 910C 128GB with SmoothQuant W8A8 (INT8)" in w for w in advice.warnings)
+
+
 def test_kv_offload_on_ascend_uses_vllm_ascends_npu_offloading_spec() -> None:
-    advice = advise(AdviceRequest.model_validate({"gpu": "910B", "model": "qwen2.5-7b", "concurrency": "200"}))
+    advice = advise(
+        AdviceRequest.model_validate({"gpu": "910B", "model": "qwen2.5-7b", "concurrency": "200", "quant": "bf16"})
+    )
     argv = list(advice.launch.argv)
     assert "--kv-offloading-backend" not in argv
     config = json.loads(argv[argv.index("--kv-transfer-config") + 1])
