@@ -1,5 +1,6 @@
 """Where a command's weights come from: a published checkpoint, the BF16 one quantized at load, or one made first."""
 
+import functools
 from dataclasses import dataclass, field
 
 from catalog.models import ModelSpec
@@ -42,6 +43,16 @@ LMDEPLOY_LITE = {
     "gptq": ("auto_gptq",),
     "w8a8-int8": ("smooth_quant", "--quant-dtype", "int8"),
 }
+# FP8 checkpoints to BF16, by architecture: (script, its repository, its arguments). deepseek-ai/DeepSeek-V3
+# inference/fp8_cast_bf16.py (at dca08f2) dequantizes the 128x128 block-FP8 weights of DeepseekV3ForCausalLM
+# checkpoints (DeepSeek-V3/R1, Kimi-K2) on a CUDA GPU.
+FP8_TO_BF16 = {
+    "DeepseekV3ForCausalLM": (
+        "inference/fp8_cast_bf16.py",
+        "github.com/deepseek-ai/DeepSeek-V3",
+        "--input-fp8-hf-path <download> --output-bf16-hf-path <bf16 path>",
+    ),
+}
 
 
 @dataclass
@@ -64,6 +75,36 @@ def bf16(model: ModelSpec) -> str:
     return model.checkpoint("bf16") or model.repo
 
 
+def quantize_input(plan: Plan) -> tuple[str, list[str]]:
+    """The 16-bit checkpoint a quantize step reads, with a warning when the model publishes none.
+
+    A model published only in FP8 (DeepSeek-R1) has no 16-bit weights to calibrate from: the step reads a BF16
+    copy the user makes first, and the warning says how, where the catalog knows a converter.
+    """
+    model = plan.model
+    if model.native_format == "bf16" or model.checkpoint("bf16"):
+        return bf16(model), []
+    path = placeholder(model, "BF16")
+    converter = FP8_TO_BF16.get(model.architecture)
+    head = plan.tr(
+        "{model} is published in {native} only, and the quantize step calibrates 16-bit weights: it reads {path}."
+    ).format(model=model.name, native=get_quant(model.native_format).name, path=path)
+    how = (
+        plan.tr("Make that first from {repo} with {script} of {source}, on a CUDA GPU ({arguments}).").format(
+            repo=model.repo, script=converter[0], source=converter[1], arguments=converter[2]
+        )
+        if converter
+        else plan.tr("Make that first; no converter for its architecture is in the catalog.")
+    )
+    tail = plan.tr("Or pick a format with a published checkpoint.")
+    return path, [sentences(plan, head, how, tail)]
+
+
+def sentences(plan: Plan, *parts: str) -> str:
+    """Sentences one after another, as the page's language writes them."""
+    return functools.reduce(lambda first, second: plan.tr("{first} {second}").format(first=first, second=second), parts)
+
+
 def made_note(plan: Plan, path: str, tool: str) -> str:
     return plan.tr(
         "No published {method} checkpoint for {model} is in the catalog: the first command(s) make {path} with "
@@ -73,6 +114,7 @@ def made_note(plan: Plan, path: str, tool: str) -> str:
 
 def llm_compressor(plan: Plan) -> Source:
     path = placeholder(plan.model, SUFFIXES[plan.quant])
+    source, warnings = quantize_input(plan)
     imports, modifier = LLM_COMPRESSOR[plan.quant]
     ignore = ['"lm_head"', *(['"re:.*mlp.gate$"'] if plan.model.is_moe else [])]
     script = "\n".join(
@@ -81,7 +123,7 @@ def llm_compressor(plan: Plan) -> Source:
             imports,
             "",
             "oneshot(",
-            f'    model="{bf16(plan.model)}",',
+            f'    model="{source}",',
             '    dataset="open_platypus",',
             f"    recipe=[{modifier}, ignore=[{', '.join(ignore)}])],",
             f'    output_dir="{path}",',
@@ -97,6 +139,7 @@ def llm_compressor(plan: Plan) -> Source:
                 plan, path, plan.tr("llm-compressor's oneshot (pip install llmcompressor; calibrates on open_platypus)")
             )
         ],
+        warnings=warnings,
     )
 
 
@@ -130,11 +173,12 @@ def hf_source(plan: Plan, online: set[str]) -> Source:
 
 def modelopt(plan: Plan, lead: str = "") -> Source:
     path = placeholder(plan.model, SUFFIXES[plan.quant])
+    source, warnings = quantize_input(plan)
     command = (
         "python",
         "examples/hf_ptq/hf_ptq.py",
         "--pyt_ckpt_path",
-        bf16(plan.model),
+        source,
         "--qformat",
         MODELOPT_QFORMAT[plan.quant],
         "--kv_cache_qformat",
@@ -145,7 +189,7 @@ def modelopt(plan: Plan, lead: str = "") -> Source:
     tool = plan.tr("NVIDIA ModelOpt's hf_ptq.py (run it in a checkout of github.com/NVIDIA/Model-Optimizer)")
     made = plan.tr("The first command makes {path} with {tool}, then the server loads it.").format(path=path, tool=tool)
     note = plan.tr("{first} {second}").format(first=lead, second=made) if lead else made_note(plan, path, tool)
-    return Source(path=path, prepare=[command], notes=[note])
+    return Source(path=path, prepare=[command], notes=[note], warnings=warnings)
 
 
 def trtllm_source(plan: Plan) -> Source:
@@ -188,8 +232,10 @@ def lmdeploy_source(plan: Plan, backend: str) -> Source:
         # On Ascend the quantization itself runs on the NPU (docs/en/get_started/ascend/get_started.md); the
         # checkpoints published for CUDA are not what its Ascend backend documents loading.
         device = ("--device", "npu") if ascend else ()
-        command = ("lmdeploy", "lite", sub, bf16(model), "--work-dir", path, *extra, *device)
-        return Source(path=path, prepare=[command], notes=[made_note(plan, path, f"`lmdeploy lite {sub}`")])
+        source, warnings = quantize_input(plan)
+        command = ("lmdeploy", "lite", sub, source, "--work-dir", path, *extra, *device)
+        made = made_note(plan, path, f"`lmdeploy lite {sub}`")
+        return Source(path=path, prepare=[command], notes=[made], warnings=warnings)
     return no_tool(plan)
 
 

@@ -115,9 +115,13 @@ def test_deepseek_r1_on_910bs_is_two_nodes_of_w8a8_on_a_ray_cluster_as_vllm_asce
     assert argv[argv.index("--distributed-executor-backend") + 1] == "ray" and "--nnodes" not in argv
     assert any("ray start --head" in note and "only" in note for note in advice.launch.notes)
     _parses(advice.launch.command_line, "vllm")
+    # DeepSeek-R1 is published in FP8 only: the quantize step reads a BF16 copy made first, never the FP8 download.
+    assert 'model="./DeepSeek-R1-BF16"' in advice.launch.files["quantize.py"]
+    assert any("fp8_cast_bf16.py" in w and "./DeepSeek-R1-BF16" in w for w in advice.launch.warnings)
     # LMDeploy documents no multi-node run on Ascend: its runner-up command says so.
     assert advice.runner_up == "lmdeploy" and advice.runner_up_launch is not None
     assert any("use vLLM (vllm-ascend)" in w for w in advice.runner_up_launch.warnings)
+    assert advice.runner_up_launch.prepare[0][3] == "./DeepSeek-R1-BF16"
 
 
 def test_a_model_no_count_of_910bs_holds_on_lmdeploy_points_to_the_nearest_ascend_setup() -> None:
