@@ -17,6 +17,8 @@ Conventions of catalog/data/gpus.csv:
 - A ``kind = npu`` row is a neural processing unit outside CUDA and ROCm (Huawei Ascend, ``vendor = Huawei``): it
   runs only the engines whose ``runs_on`` names its platform (``ascend``), and ``compute_capability`` is ``n/a``.
   ``HCCS`` is Ascend's chip-to-chip link; ``nvlink_domain`` counts the NPUs it joins.
+- ``devices_per_card`` is how many devices the engines see on one card: blank (1) but for the Ascend 910C, whose
+  two dies are two devices of half its memory each. The advisor counts cards; its commands say how to count devices.
 - Every row names its sources: ``spec_source`` (memory, bandwidth, rates, TDP), ``interconnect_source`` (link and
   domain, with the convention spelled out). Prices live in ``gpu_prices.csv`` (``catalog/prices.py``);
   ``price_note`` says why a GPU has none there.
@@ -82,6 +84,9 @@ class Gpu(BaseModel):
     spec_source: str
     spec_notes: str
     checked: str = Field(description="when the row's specifications were last written or checked (YYYY-MM-DD)")
+    devices_per_card: int = Field(
+        default=1, ge=1, description="devices the engines see on one card (2 for the two-die Ascend 910C); blank: 1"
+    )
 
     @field_validator(
         "bf16_dense_tflops",
@@ -95,6 +100,11 @@ class Gpu(BaseModel):
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return blank_as(value, None)
+
+    @field_validator("devices_per_card", mode="before")
+    @classmethod
+    def _blank_is_one(cls, value: object) -> object:
+        return blank_as(value, 1)
 
     @field_validator("aliases", mode="before")
     @classmethod

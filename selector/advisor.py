@@ -80,6 +80,7 @@ def _launches(ctx: AdviceContext, c: _Choices) -> tuple[LaunchCommand, LaunchCom
         "gpus_per_node": result.gpus_per_node,
         "gpu_offload": ctx.gpu.kind != "cpu",
         "platform": gpu_platform(ctx.gpu),
+        "devices_per_card": ctx.gpu.devices_per_card,
         "context": ctx.context_tokens,
         "max_num_seqs": c.max_num_seqs,
         "batched_tokens": c.batched_tokens,

@@ -36,6 +36,7 @@ class Plan(BaseModel):
     gpus_per_node: int = 0  # 0: same as split
     gpu_offload: bool = True  # False on a CPU-only host: no layers to offload to a GPU
     platform: Platform = "nvidia"  # the GPU's software platform (catalog.engines.gpu_platform): ascend needs its builds
+    devices_per_card: int = 1  # devices the engines see on one card (catalog/data/gpus.csv): 2 on the 910C
     context: int
     max_num_seqs: int
     batched_tokens: int
@@ -161,4 +162,19 @@ def extra_copies(plan: Plan, gpus: int) -> list[str]:
         plan.tr("Run {replicas} copies (one per group of {gpus} GPUs) behind a load balancer.").format(
             replicas=plan.replicas, gpus=gpus
         )
+    ]
+
+
+def device_warning(plan: Plan) -> list[str]:
+    """A card the engines see as several devices (the 910C's two dies): the sizes here count cards, theirs devices."""
+    per = plan.devices_per_card
+    if per <= 1:
+        return []
+    return [
+        plan.tr(
+            "The sizes here count cards, and the engines see each card as {per} devices with 1/{per} of its memory "
+            "each: multiply every parallel size in the command by {per} ({devices} devices for a copy on {cards} "
+            "cards; the attention heads must divide by the new tensor-parallel size), and expect less KV room than "
+            "shown, since each device holds its own share of every sequence's KV cache."
+        ).format(per=per, cards=plan.split, devices=plan.split * per)
     ]

@@ -1,7 +1,16 @@
 """The LMDeploy command: `lmdeploy serve api_server` on the TurboMind or the PyTorch backend."""
 
 from catalog.quantization import get_quant
-from selector.launch.common import HEAD_NODE, LaunchCommand, Plan, extra_copies, moe_ep, other_nodes, tp_size
+from selector.launch.common import (
+    HEAD_NODE,
+    LaunchCommand,
+    Plan,
+    device_warning,
+    extra_copies,
+    moe_ep,
+    other_nodes,
+    tp_size,
+)
 from selector.launch.sources import lmdeploy_source
 
 
@@ -45,7 +54,7 @@ def lmdeploy_command(plan: Plan) -> LaunchCommand:
     notes = list(src.notes)
     warnings += src.warnings
     prepare = list(src.prepare)
-    warnings += _ascend_nodes(plan)
+    warnings += _ascend_nodes(plan) + device_warning(plan)
     tp, pp = tp_size(plan), plan.pipeline_parallel
     adp = plan.attention_data_parallel
     argv = ["lmdeploy", "serve", "api_server", src.path, "--backend", backend, *_device(plan, notes)]

@@ -131,6 +131,18 @@ def test_a_model_no_count_of_910bs_holds_on_lmdeploy_points_to_the_nearest_ascen
     assert any("Nearest valid setup: 8x Ascend 910C 128GB with SmoothQuant W8A8 (INT8)" in w for w in advice.warnings)
 
 
+def test_a_910c_command_says_the_engines_count_its_two_dies_as_devices() -> None:
+    # An Atlas 800 A3 server shows 16 devices of 64 GB for its 8 cards; the advice counts cards and says so.
+    assert find_gpu("910C").devices_per_card == 2 and find_gpu("910B").devices_per_card == 1
+    advice = advise(AdviceRequest.model_validate({"gpu": "910C", "gpus": "8", "model": "qwen2.5-72b"}))
+    said = [w for w in advice.launch.warnings if "count cards" in w]
+    assert len(said) == 1 and "multiply every parallel size in the command by 2" in said[0]
+    assert f"({advice.memory.split * 2} devices for a copy on {advice.memory.split} cards" in said[0]
+    assert any("count cards" in w for w in advice.warnings)
+    on_910b = advise(AdviceRequest.model_validate({"gpu": "910B", "gpus": "8", "model": "qwen2.5-72b"}))
+    assert not any("count cards" in w for w in on_910b.warnings)
+
+
 def test_kv_offload_on_ascend_uses_vllm_ascends_npu_offloading_spec() -> None:
     advice = advise(
         AdviceRequest.model_validate({"gpu": "910B", "model": "qwen2.5-7b", "concurrency": "200", "quant": "bf16"})
