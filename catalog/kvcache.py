@@ -4,11 +4,11 @@ import math
 from functools import cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from catalog.engines import ServingEngine
 from catalog.models import ModelSpec
-from catalog.tables import load_table
+from catalog.tables import load_table, split_list
 
 KV_DTYPES_CSV = Path(__file__).parent / "data" / "kv_dtypes.csv"
 
@@ -20,15 +20,33 @@ class KvDtype(BaseModel):
 
     id: str
     name: str
+    aliases: tuple[str, ...] = ()  # the engines' own spellings of it (--kv-cache-dtype fp8_e5m2 is fp8)
     bytes_per_value: float
     source: str
     checked: str = ""  # when the row was last written from its sources
+
+    @field_validator("aliases", mode="before")
+    @classmethod
+    def _split_aliases(cls, value: object) -> object:
+        return split_list(value)
 
 
 @cache
 def load_kv_dtypes() -> dict[str, KvDtype]:
     """KV dtypes by id."""
     return {row.id: row for row in load_table(KV_DTYPES_CSV, KvDtype)}
+
+
+def find_kv_dtype(name: str) -> str:
+    """A KV dtype id from its id or an engine's spelling of it (case-insensitive); ValueError naming what is allowed."""
+    wanted = name.strip().lower()
+    for row in load_kv_dtypes().values():
+        if wanted == row.id or wanted in row.aliases:
+            return row.id
+    allowed = ", ".join(
+        f"{row.id} ({', '.join(row.aliases)})" if row.aliases else row.id for row in load_kv_dtypes().values()
+    )
+    raise ValueError(f"KV cache dtype {name!r} is not known; allowed: {allowed}")
 
 
 def eight_bit_kv(engine: ServingEngine) -> str | None:

@@ -6,9 +6,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from catalog import engine_release, load_handbook
 from catalog.engines import find_engine
+from catalog.kvcache import find_kv_dtype, load_kv_dtypes
 from catalog.models import CUSTOM_MODEL
 from selector.errors import SelectorError
 from selector.inputs import AdviceRequest
+
+AUTO_KV = "auto"  # --kv-cache-dtype auto: the advisor's choice
+MODEL_KV = "model"  # the model's own 16-bit dtype (the catalog's `auto` KV dtype)
 
 ENGINE_FAMILIES = ("vllm", "sglang", "tensorrt-llm", "lmdeploy")
 AUTO_ENGINE = "auto"  # the advisor picks the engine, as it does on /selector
@@ -25,6 +29,18 @@ class Slo(BaseModel):
     ttft_p50_ms: float = Field(default=_SLO.ttft_p50_ms, gt=0, description="SLO: median time to first token, ms")
     ttft_p99_ms: float = Field(default=_SLO.ttft_p99_ms, gt=0, description="SLO: p99 time to first token, ms")
     tpot_p50_ms: float = Field(default=_SLO.tpot_p50_ms, gt=0, description="SLO: median time per output token, ms")
+
+
+def _kv_allowed() -> str:
+    """The --kv-cache-dtype values, as the catalog lists them: auto is the advisor's, the model's own dtype by name."""
+    words = ["auto (the advisor's)"]
+    for row in load_kv_dtypes().values():
+        names = ", ".join(row.aliases) if row.id == "auto" else row.id
+        if row.id == "auto":
+            words.append(f"{names} (the model's own)")
+        else:
+            words.append(f"{names} ({', '.join(row.aliases)})" if row.aliases else names)
+    return ", ".join(words)
 
 
 class PerfRequest(BaseModel):
@@ -47,7 +63,10 @@ class PerfRequest(BaseModel):
         default="", description="the engine release (default: the newest release with measured data)"
     )
     quant: str = Field(default="auto", description="bf16, fp8, awq, gptq, w8a8-int8, nvfp4, mxfp4 or auto")
-    kv_cache: str = Field(default="auto", description="KV cache dtype: auto (the advisor's) or fp8")
+    kv_cache: str = Field(
+        default="auto",
+        description="KV cache dtype: auto (the advisor's), bf16 (the model's own), fp8 (or fp8_e4m3, fp8_e5m2), int8",
+    )
     tp: int | None = Field(default=None, ge=1, le=64, description="tensor-parallel GPUs (default: the advisor's)")
     pp: int | None = Field(default=None, ge=1, le=64, description="pipeline stages (default: the advisor's)")
     ep: int | None = Field(default=None, ge=1, le=1024, description="expert-parallel GPUs (default: the advisor's)")
@@ -85,6 +104,28 @@ class PerfRequest(BaseModel):
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("kv_cache")
+    @classmethod
+    def _kv_dtype(cls, value: str) -> str:
+        """fp8_e5m2, bfloat16 ... as the catalog's KV dtypes; an unknown one names those allowed.
+
+        `auto` is the advisor's choice; the model's own 16-bit dtype (bf16, bfloat16, fp16, float16) is `model`.
+        """
+        if value == AUTO_KV:
+            return value
+        try:
+            found = find_kv_dtype(value)
+        except ValueError:
+            raise ValueError(f"KV cache dtype {value!r} is not known; allowed: {_kv_allowed()}") from None
+        return MODEL_KV if found == "auto" else found
+
+    @property
+    def kv_dtype_given(self) -> str | None:
+        """The KV dtype asked for, as the catalog names it (`auto`: the model's own), or None for the advisor's."""
+        if self.kv_cache == AUTO_KV:
+            return None
+        return "auto" if self.kv_cache == MODEL_KV else self.kv_cache
 
     @field_validator("engine_version", mode="before")
     @classmethod

@@ -128,7 +128,19 @@ def _advice(request: PerfRequest, concurrency: int) -> Advice:
             f"quant: {request.quant} is not available for {model.name} with {advice.engine_name} on {gpu.name}; "
             f"the advisor would use {advice.quantization}"
         )
+    _check_kv_dtype(request, advice)
     return advice
+
+
+def _check_kv_dtype(request: PerfRequest, advice: Advice) -> None:
+    """A KV dtype given must be one the engine stores: the model's own or its 8-bit one (engines.csv)."""
+    given = request.kv_dtype_given
+    if given is None or given == "auto":
+        return
+    engine = get_engine(advice.engine)
+    if given != engine.kv_cache_8bit:
+        stores = f"the model's own or {engine.kv_cache_8bit}" if engine.kv_cache_8bit else "the model's own only"
+        raise PerfError(f"kv_cache: {engine.name} has no {given} KV cache; it stores {stores}")
 
 
 def with_advised_engine(request: PerfRequest) -> PerfRequest:
@@ -260,7 +272,7 @@ def resolve(request: PerfRequest) -> Setup:
     if not advice.memory.fits and not request.layout_given:
         raise PerfError(f"gpus: {model.name} does not fit {request.gpus}x {gpu.name} in {advice.quantization}")
     shape = _shape(request, advice)
-    kv_dtype = advice.kv_cache_dtype if request.kv_cache == "auto" else request.kv_cache
+    kv_dtype = request.kv_dtype_given or advice.kv_cache_dtype
     family, family_name = family_for(request.engine)
     accepted, computed, draft_share = _speculation(request, model)
     capacity = kv_capacity_tokens(model, gpu, advice.quantization, kv_dtype, shape, request.context_tokens)

@@ -76,6 +76,11 @@ def test_max_and_request_rate(capsys: pytest.CaptureFixture[str]) -> None:
         ("--gpu H100 --model llama-9 --engine vllm", "model:"),
         ("--gpu cpu --model llama3.1-8b --engine vllm", "gpu: no estimate"),
         ("--gpu H100 --model llama3.1-8b --engine vllm --concurrency 0", "concurrency"),
+        (
+            "--gpu H100 --model llama3.1-8b --kv-cache-dtype banana",
+            "--kv-cache-dtype: KV cache dtype 'banana' is not known; allowed: auto (the advisor's), bf16, bfloat16",
+        ),
+        ("--gpu H100 --model llama3.1-8b --engine vllm --kv-cache-dtype int8", "vLLM has no int8 KV cache"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(capsys: pytest.CaptureFixture[str], args: str, message: str) -> None:
@@ -340,3 +345,17 @@ def test_a_refit_reports_the_held_out_errors_by_source_first() -> None:
     line = summary(ape)
     assert line.startswith(f"held-out median APE by source: TPOT {ape['tpot_by_source']:.1%}, ")
     assert f"TTFT {ape['ttft_by_source']:.1%} (by group: TPOT {ape['tpot']:.1%}, " in line
+
+
+def test_the_engines_own_kv_dtype_spellings_are_read_as_the_catalog_names_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ("--gpu", "h100", "--model", "llama3.1-8b", "--engine", "vllm", "--json")
+    figures = {}
+    for given in ("fp8", "fp8_e5m2", "FP8_E4M3", "bfloat16", "bf16"):
+        code, out, err = run(capsys, *base, "--kv-cache-dtype", given)
+        assert code == 0, err
+        result = json.loads(out)
+        figures[given] = (result["kv_cache_dtype"], result["levels"][0]["tpot_ms"])
+    assert figures["fp8_e5m2"] == figures["FP8_E4M3"] == figures["fp8"] and figures["fp8"][0] == "fp8"
+    assert figures["bfloat16"] == figures["bf16"] and figures["bf16"][0] == "auto"
