@@ -67,17 +67,17 @@ def _choose(ctx: AdviceContext) -> _Choices:
 
 def _launches(ctx: AdviceContext, c: _Choices) -> tuple[LaunchCommand, LaunchCommand | None]:
     """The chosen engine's command, and the runner-up's with the nearest format, KV type and speculation it has."""
-    result = c.memory
+    result, per = c.memory, ctx.gpu.devices_per_card  # the engines count devices: two per 910C card
     plan_kwargs = {
         "model": ctx.model,
-        "split": result.split,
+        "split": result.split * per,
         "replicas": result.replicas,
-        "tensor_parallel": result.tensor_parallel,
+        "tensor_parallel": result.tensor_parallel * per,
         "pipeline_parallel": result.pipeline_parallel,
         "expert_parallel": result.expert_parallel,
         "attention_data_parallel": result.attention_data_parallel,
         "nodes": result.nodes,
-        "gpus_per_node": result.gpus_per_node,
+        "gpus_per_node": result.gpus_per_node * per,
         "gpu_offload": ctx.gpu.kind != "cpu",
         "platform": gpu_platform(ctx.gpu),
         "devices_per_card": ctx.gpu.devices_per_card,

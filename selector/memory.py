@@ -225,7 +225,6 @@ def _weights_bytes_per_gpu(model: ModelSpec, quant: str, layout: Layout) -> floa
     return total / layout.split
 
 
-# long: MemoryFit reports 30 fields and this names each once; the arithmetic is the first 25 lines.
 def fit_layout(
     model: ModelSpec,
     gpu: Gpu,
@@ -238,7 +237,60 @@ def fit_layout(
     concurrency: int,
     nodes: int = 1,
 ) -> MemoryFit:
-    """The fit of one layout: weights and KV per GPU, and how many sequences of `context` tokens fit."""
+    """The fit of one layout: weights and KV per GPU, and how many sequences of `context` tokens fit.
+
+    A card the engines see as several devices (the 910C's two dies) is fitted as those devices, each with its share
+    of the memory and its own share of every sequence's KV cache, and reported per card.
+    """
+    kwargs = {"split_kind": split_kind, "quant": quant, "kv_dtype": kv_dtype, "context": context}
+    per = gpu.devices_per_card
+    if per == 1:
+        return _fit_devices(model, gpu, layout, concurrency=concurrency, nodes=nodes, **kwargs)  # type: ignore[arg-type]
+    device = gpu.model_copy(update={"memory_gb": gpu.memory_gb / per, "devices_per_card": 1})
+    on_devices = layout.model_copy(update={"tensor_parallel": layout.tensor_parallel * per})
+    fitted = _fit_devices(model, device, on_devices, concurrency=concurrency, nodes=nodes, **kwargs)  # type: ignore[arg-type]
+    return _per_card(fitted, gpu, per)
+
+
+def _per_card(fitted: MemoryFit, gpu: Gpu, per: int) -> MemoryFit:
+    """A fit over devices as the cards that hold them: counts divided, per-GPU figures multiplied by `per`."""
+    return fitted.model_copy(
+        update={
+            "gpu_id": gpu.id,
+            "gpus": fitted.gpus // per,
+            "split": fitted.split // per,
+            "tensor_parallel": fitted.tensor_parallel // per,
+            "gpus_per_node": fitted.gpus_per_node // per,
+            "memory_gb_per_gpu": gpu.memory_gb,
+            **{
+                name: round(getattr(fitted, name) * per, 3)
+                for name in (
+                    "reserved_gb_per_gpu",
+                    "weights_gb_per_gpu",
+                    "kv_budget_gb_per_gpu",
+                    "kv_gb_per_gpu_for_target",
+                    "free_gb_per_gpu",
+                )
+            },
+            "kv_bytes_per_token_per_gpu": fitted.kv_bytes_per_token_per_gpu * per,
+        }
+    )
+
+
+# long: MemoryFit reports 30 fields and this names each once; the arithmetic is the first 25 lines.
+def _fit_devices(
+    model: ModelSpec,
+    gpu: Gpu,
+    layout: Layout,
+    *,
+    split_kind: SplitKind,
+    quant: str,
+    kv_dtype: str,
+    context: int,
+    concurrency: int,
+    nodes: int = 1,
+) -> MemoryFit:
+    """fit_layout on GPUs the engines see one to a card."""
     split, replicas = layout.split, layout.replicas
     usable = usable_gb_per_gpu(gpu)
     total_bytes = weights_bytes(model, quant)
@@ -296,18 +348,24 @@ def fit_layout(
     )
 
 
-def _layout_for(model: ModelSpec, quant: str, t: int, policy: Policy) -> tuple[Layout | None, list[Objection]]:
-    """The layout at tensor-parallel size t under the policy, or None with the engines' objections."""
-    moe = model.is_moe and t > 1
-    adp = policy.attention_data_parallel and model.kv_kind == "mla" and t > 1
+def _layout_for(
+    model: ModelSpec, quant: str, t: int, policy: Policy, devices: int = 1
+) -> tuple[Layout | None, list[Objection]]:
+    """The layout at tensor-parallel size t (cards) under the policy, or None with the engines' objections.
+
+    The engines see `devices` per card (the 910C's two dies), so they check the split over t x devices.
+    """
+    ranks = t * devices
+    moe = model.is_moe and ranks > 1
+    adp = policy.attention_data_parallel and model.kv_kind == "mla" and ranks > 1
     ep = moe and (policy.expert_parallel or adp)
     block = policy.online_fp8_block
     problems = split_objections(
-        model, quant, t, expert_parallel=ep, attention_data_parallel=adp, online_fp8_block=block
+        model, quant, ranks, expert_parallel=ep, attention_data_parallel=adp, online_fp8_block=block
     )
     if problems and moe and not ep and policy.expert_parallel_allowed:
         with_ep = split_objections(
-            model, quant, t, expert_parallel=True, attention_data_parallel=adp, online_fp8_block=block
+            model, quant, ranks, expert_parallel=True, attention_data_parallel=adp, online_fp8_block=block
         )
         if not with_ep:
             return Layout(tensor_parallel=t, expert_parallel=True, attention_data_parallel=adp), []
@@ -317,12 +375,19 @@ def _layout_for(model: ModelSpec, quant: str, t: int, policy: Policy) -> tuple[L
 
 
 def valid_splits(
-    model: ModelSpec, gpus: int, split_kind: SplitKind, quant: str = "bf16", policy: Policy = NO_POLICY
+    model: ModelSpec,
+    gpus: int,
+    split_kind: SplitKind,
+    quant: str = "bf16",
+    policy: Policy = NO_POLICY,
+    devices: int = 1,
 ) -> list[int]:
     """GPU counts one model copy may span: divisors of `gpus` the engines accept (a layer split takes them all)."""
     if split_kind == "layer":
         return [gpus]
-    return [t for t in range(1, gpus + 1) if gpus % t == 0 and _layout_for(model, quant, t, policy)[0] is not None]
+    return [
+        t for t in range(1, gpus + 1) if gpus % t == 0 and _layout_for(model, quant, t, policy, devices)[0] is not None
+    ]
 
 
 @lru_cache(maxsize=16384)
@@ -351,7 +416,7 @@ def fit(
     for t in range(1, gpus + 1):
         if gpus % t:
             continue
-        layout, problems = _layout_for(model, quant, t, policy)
+        layout, problems = _layout_for(model, quant, t, policy, gpu.devices_per_card)
         if layout is None:
             skipped.append(SkippedLayout(gpus=t, objections=tuple(problems)))
             continue
@@ -382,7 +447,7 @@ def fit_nodes(
 ) -> MemoryFit | None:
     """One copy over several nodes: tensor parallel inside a node, one pipeline stage per node (None if no TP fits)."""
     for t in sorted((t for t in range(1, gpus_per_node + 1) if gpus_per_node % t == 0), reverse=True):
-        layout, _ = _layout_for(model, quant, t, policy)
+        layout, _ = _layout_for(model, quant, t, policy, gpu.devices_per_card)
         if layout is None:
             continue
         stages = nodes * gpus_per_node // t

@@ -165,16 +165,14 @@ def extra_copies(plan: Plan, gpus: int) -> list[str]:
     ]
 
 
-def device_warning(plan: Plan) -> list[str]:
-    """A card the engines see as several devices (the 910C's two dies): the sizes here count cards, theirs devices."""
+def device_note(plan: Plan) -> list[str]:
+    """A card the engines see as several devices (the 910C's two dies): the command's sizes count devices."""
     per = plan.devices_per_card
     if per <= 1:
         return []
     return [
         plan.tr(
-            "The sizes here count cards, and the engines see each card as {per} devices with 1/{per} of its memory "
-            "each: multiply every parallel size in the command by {per} ({devices} devices for a copy on {cards} "
-            "cards; the attention heads must divide by the new tensor-parallel size), and expect less KV room than "
-            "shown, since each device holds its own share of every sequence's KV cache."
-        ).format(per=per, cards=plan.split, devices=plan.split * per)
+            "The engines see each card as {per} devices (its dies), each with 1/{per} of its memory, so the sizes in "
+            "this command count devices: a copy on {cards} cards is {devices} devices."
+        ).format(per=per, cards=plan.split // per, devices=plan.split)
     ]

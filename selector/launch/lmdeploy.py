@@ -5,7 +5,7 @@ from selector.launch.common import (
     HEAD_NODE,
     LaunchCommand,
     Plan,
-    device_warning,
+    device_note,
     extra_copies,
     moe_ep,
     other_nodes,
@@ -51,10 +51,10 @@ def lmdeploy_command(plan: Plan) -> LaunchCommand:
     """`lmdeploy serve api_server` on its backend, with the layout, session length, KV policy and prefix caching."""
     backend, warnings = lmdeploy_backend(plan)
     src = lmdeploy_source(plan, backend)
-    notes = list(src.notes)
+    notes = [*src.notes, *device_note(plan)]
     warnings += src.warnings
     prepare = list(src.prepare)
-    warnings += _ascend_nodes(plan) + device_warning(plan)
+    warnings += _ascend_nodes(plan)
     tp, pp = tp_size(plan), plan.pipeline_parallel
     adp = plan.attention_data_parallel
     argv = ["lmdeploy", "serve", "api_server", src.path, "--backend", backend, *_device(plan, notes)]

@@ -7,7 +7,7 @@ from selector.launch.common import (
     HEAD_NODE,
     LaunchCommand,
     Plan,
-    device_warning,
+    device_note,
     engine_gpus,
     extra_copies,
     moe_ep,
@@ -22,7 +22,7 @@ from selector.launch.sources import hf_source
 def vllm_command(plan: Plan) -> LaunchCommand:
     """`vllm serve` with the layout, KV cache, offload and n-gram speculation; the head node's over several nodes."""
     src = hf_source(plan, online={"fp8"})
-    notes, warnings = list(src.notes), [*src.warnings, *device_warning(plan)]
+    notes, warnings = [*src.notes, *device_note(plan)], list(src.warnings)
     tp, pp, per_node = tp_size(plan), plan.pipeline_parallel, node_gpus(plan)
     adp = plan.attention_data_parallel
     argv = ["vllm", "serve", src.path, "--tensor-parallel-size", str(1 if adp else tp)]

@@ -8,6 +8,7 @@ import pytest
 
 from catalog import find_gpu, load_engines
 from catalog.engines import gpu_platform
+from catalog.models import find_model
 from catalog.quantization import load_quant_methods
 from perf import NoEstimateError, estimate, request_from_advice
 from perf.cli import main as perf_main
@@ -131,16 +132,32 @@ def test_a_model_no_count_of_910bs_holds_on_lmdeploy_points_to_the_nearest_ascen
     assert any("Nearest valid setup: 8x Ascend 910C 128GB with SmoothQuant W8A8 (INT8)" in w for w in advice.warnings)
 
 
-def test_a_910c_command_says_the_engines_count_its_two_dies_as_devices() -> None:
-    # An Atlas 800 A3 server shows 16 devices of 64 GB for its 8 cards; the advice counts cards and says so.
+def test_a_910c_is_fitted_as_its_two_dies_and_its_commands_count_devices() -> None:
+    # An Atlas 800 A3 server shows 16 devices of 64 GB for its 8 cards: the engines split over devices.
     assert find_gpu("910C").devices_per_card == 2 and find_gpu("910B").devices_per_card == 1
     advice = advise(AdviceRequest.model_validate({"gpu": "910C", "gpus": "8", "model": "qwen2.5-72b"}))
-    said = [w for w in advice.launch.warnings if "count cards" in w]
-    assert len(said) == 1 and "multiply every parallel size in the command by 2" in said[0]
-    assert f"({advice.memory.split * 2} devices for a copy on {advice.memory.split} cards" in said[0]
-    assert any("count cards" in w for w in advice.warnings)
+    cards = advice.memory.tensor_parallel
+    argv = list(advice.launch.argv)
+    assert int(argv[argv.index("--tensor-parallel-size") + 1]) == 2 * cards
+    assert any(f"a copy on {cards} cards is {2 * cards} devices" in note for note in advice.launch.notes)
+    _parses(advice.launch.command_line, "vllm")
+    # Each die holds its own share of every sequence's KV: with 8 KV heads over 16 devices each is replicated, so
+    # eight cards hold half the sequences that eight 128 GB devices would.
+    from selector.memory import fit
+
+    model, npu = find_model("qwen2.5-72b"), find_gpu("910C")
+    kwargs = {"split_kind": "tensor", "quant": "bf16", "kv_dtype": "auto", "context": 4096, "concurrency": 16}
+    kwargs["prefer_wide"] = True  # one copy over all eight cards
+    dies = fit(model, npu, gpus=8, **kwargs)  # type: ignore[arg-type]
+    whole = fit(model, npu.model_copy(update={"devices_per_card": 1}), gpus=8, **kwargs)  # type: ignore[arg-type]
+    assert dies.tensor_parallel == whole.tensor_parallel == 8 and dies.memory_gb_per_gpu == 128
+    assert dies.max_concurrent_sequences < 0.6 * whole.max_concurrent_sequences
+    # The heads must divide by the devices: Qwen2.5-32B's 40 heads refuse 16, so no copy spans 8 cards.
+    qwen32 = advise(AdviceRequest.model_validate({"gpu": "910C", "gpus": "8", "model": "qwen2.5-32b"}))
+    assert qwen32.memory.tensor_parallel < 8
+    assert "8 GPUs per copy: 40 attention heads do not divide by 16" in qwen32.memory.skipped_splits
     on_910b = advise(AdviceRequest.model_validate({"gpu": "910B", "gpus": "8", "model": "qwen2.5-72b"}))
-    assert not any("count cards" in w for w in on_910b.warnings)
+    assert not any("devices" in note for note in on_910b.launch.notes)
 
 
 def test_kv_offload_on_ascend_uses_vllm_ascends_npu_offloading_spec() -> None:
