@@ -225,6 +225,7 @@ def _weights_bytes_per_gpu(model: ModelSpec, quant: str, layout: Layout) -> floa
     return total / layout.split
 
 
+# long: MemoryFit reports 30 fields and this names each once; the arithmetic is the first 25 lines.
 def fit_layout(
     model: ModelSpec,
     gpu: Gpu,
@@ -242,55 +243,21 @@ def fit_layout(
     A card the engines see as several devices (the 910C's two dies) is fitted as those devices, each with its share
     of the memory and its own share of every sequence's KV cache, and reported per card.
     """
-    kwargs = {"split_kind": split_kind, "quant": quant, "kv_dtype": kv_dtype, "context": context}
-    per = gpu.devices_per_card
-    if per == 1:
-        return _fit_devices(model, gpu, layout, concurrency=concurrency, nodes=nodes, **kwargs)  # type: ignore[arg-type]
-    device = gpu.model_copy(update={"memory_gb": gpu.memory_gb / per, "devices_per_card": 1})
-    on_devices = layout.model_copy(update={"tensor_parallel": layout.tensor_parallel * per})
-    fitted = _fit_devices(model, device, on_devices, concurrency=concurrency, nodes=nodes, **kwargs)  # type: ignore[arg-type]
-    return _per_card(fitted, gpu, per)
-
-
-def _per_card(fitted: MemoryFit, gpu: Gpu, per: int) -> MemoryFit:
-    """A fit over devices as the cards that hold them: counts divided, per-GPU figures multiplied by `per`."""
-    return fitted.model_copy(
-        update={
-            "gpu_id": gpu.id,
-            "gpus": fitted.gpus // per,
-            "split": fitted.split // per,
-            "tensor_parallel": fitted.tensor_parallel // per,
-            "gpus_per_node": fitted.gpus_per_node // per,
-            "memory_gb_per_gpu": gpu.memory_gb,
-            **{
-                name: round(getattr(fitted, name) * per, 3)
-                for name in (
-                    "reserved_gb_per_gpu",
-                    "weights_gb_per_gpu",
-                    "kv_budget_gb_per_gpu",
-                    "kv_gb_per_gpu_for_target",
-                    "free_gb_per_gpu",
-                )
-            },
-            "kv_bytes_per_token_per_gpu": fitted.kv_bytes_per_token_per_gpu * per,
-        }
-    )
-
-
-# long: MemoryFit reports 30 fields and this names each once; the arithmetic is the first 25 lines.
-def _fit_devices(
-    model: ModelSpec,
-    gpu: Gpu,
-    layout: Layout,
-    *,
-    split_kind: SplitKind,
-    quant: str,
-    kv_dtype: str,
-    context: int,
-    concurrency: int,
-    nodes: int = 1,
-) -> MemoryFit:
-    """fit_layout on GPUs the engines see one to a card."""
+    if (per := gpu.devices_per_card) > 1:
+        device = gpu.model_copy(update={"memory_gb": gpu.memory_gb / per, "devices_per_card": 1})
+        on_devices = layout.model_copy(update={"tensor_parallel": layout.tensor_parallel * per})
+        fitted = fit_layout(
+            model,
+            device,
+            on_devices,
+            split_kind=split_kind,
+            quant=quant,
+            kv_dtype=kv_dtype,
+            context=context,
+            concurrency=concurrency,
+            nodes=nodes,
+        )
+        return _per_card(fitted, gpu, per)
     split, replicas = layout.split, layout.replicas
     usable = usable_gb_per_gpu(gpu)
     total_bytes = weights_bytes(model, quant)
@@ -345,6 +312,31 @@ def _fit_devices(
         max_concurrent_sequences=max_seqs,
         fits=fits,
         meets_concurrency=fits and max_seqs >= concurrency,
+    )
+
+
+def _per_card(fitted: MemoryFit, gpu: Gpu, per: int) -> MemoryFit:
+    """A fit over devices as the cards that hold them: counts divided, per-GPU figures multiplied by `per`."""
+    return fitted.model_copy(
+        update={
+            "gpu_id": gpu.id,
+            "gpus": fitted.gpus // per,
+            "split": fitted.split // per,
+            "tensor_parallel": fitted.tensor_parallel // per,
+            "gpus_per_node": fitted.gpus_per_node // per,
+            "memory_gb_per_gpu": gpu.memory_gb,
+            **{
+                name: round(getattr(fitted, name) * per, 3)
+                for name in (
+                    "reserved_gb_per_gpu",
+                    "weights_gb_per_gpu",
+                    "kv_budget_gb_per_gpu",
+                    "kv_gb_per_gpu_for_target",
+                    "free_gb_per_gpu",
+                )
+            },
+            "kv_bytes_per_token_per_gpu": fitted.kv_bytes_per_token_per_gpu * per,
+        }
     )
 
 
