@@ -138,6 +138,7 @@ class Fleet:
             for w in go
         }
         ends: dict[int, float] = {}
+        drain: asyncio.Future[list[int]] | None = None
         try:
             while True:
                 pending = [run for run in runs.values() if not run.done()]
@@ -146,13 +147,16 @@ class Fleet:
                 for w, run in runs.items():
                     if run.done() and run.exception() is not None:
                         self._lose(w, run.exception())
-                await self._drain(go, on_samples, ends, final=not pending)
+                drain = asyncio.ensure_future(self._drain(go, on_samples, ends, final=not pending))
+                await asyncio.shield(drain)  # a cancel must not drop a batch the workers have already handed over
                 if not pending:
                     break
         except asyncio.CancelledError:
             for run in runs.values():
                 run.cancel()
-            await self.halt(go, on_samples)
+            # The stop goes out at once; a drain under way finishes beside it, and its samples are kept.
+            under_way = [drain] if drain is not None and not drain.done() else []
+            await asyncio.gather(self.halt(go, on_samples), *under_way)
             raise
         end = max((end - self.workers[w].offset_s for w, end in ends.items()), default=None)
         return start_wall_s, end
