@@ -11,7 +11,7 @@ import contextlib
 import os
 import socket
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import ray
@@ -22,6 +22,7 @@ from probes.config import RunSettings
 from probes.level import Level
 from probes.models import RequestSample
 from probes.progress import Progress
+from probes.ray_batch import Batch
 from probes.ray_split import Order
 from probes.replay import TraceLevel
 from probes.session_level import SessionLevel, conversations_of
@@ -31,20 +32,6 @@ from probes.workloads import build_prompts
 
 DRIVER_SILENCE_S = 5.0  # a level stops when the driver has not drained for this long (it died)
 WATCH_EVERY_S = 0.5
-
-
-@dataclass
-class Batch:
-    """What a worker finished since the driver's last drain, and its counters so far (this level)."""
-
-    samples: list[RequestSample] = field(default_factory=list)
-    sent: int = 0
-    finished: int = 0
-    errors: int = 0
-    cpu_s: float = 0.0  # process CPU time since the level started
-    wall_s: float = 0.0  # wall time since the level started
-    end_wall_s: float | None = None  # its wall clock when its last request finished (None: none yet)
-    running: bool = False
 
 
 class ProbeWorker:

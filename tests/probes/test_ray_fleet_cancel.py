@@ -1,12 +1,12 @@
 """The driver's side of a cancel, with stand-in workers: a batch a worker has handed over is never dropped.
 
-Nothing here imports ray: imported while pytest collects, it would read its auth settings before the cluster
-fixture of test_ray_cluster.py sets them, and that module's driver could no longer join its cluster.
+Nothing here imports ray (the worker's Batch lives in the ray-free probes/ray_batch.py): imported while pytest
+collects, ray would read its auth settings before the cluster fixture of test_ray_cluster.py sets them, and that
+module's driver could no longer join its cluster.
 """
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,25 +14,12 @@ import pytest
 
 from probes.models import RequestSample
 from probes.progress import Progress
+from probes.ray_batch import Batch
 from probes.ray_fleet import Fleet, _Worker
 
 
 def sample(index: int) -> RequestSample:
     return RequestSample(level_index=0, concurrency=2, index=index, start_s=0.0, e2e_ms=30.0, worker=0)
-
-
-@dataclass
-class Batch:
-    """What a worker's drain or stop answers, as probes.ray_actor.Batch has it (the fields the driver reads)."""
-
-    samples: list[RequestSample] = field(default_factory=list)
-    sent: int = 0
-    finished: int = 0
-    errors: int = 0
-    cpu_s: float = 0.0
-    wall_s: float = 0.0
-    end_wall_s: float | None = None
-    running: bool = False
 
 
 class _Call:
