@@ -37,16 +37,10 @@ def load_kv_dtypes() -> dict[str, KvDtype]:
     return {row.id: row for row in load_table(KV_DTYPES_CSV, KvDtype)}
 
 
-def find_kv_dtype(name: str) -> str:
-    """A KV dtype id from its id or an engine's spelling of it (case-insensitive); ValueError naming what is allowed."""
+def find_kv_dtype(name: str) -> str | None:
+    """A KV dtype id from its id or an engine's spelling of it (case-insensitive); None when none matches."""
     wanted = name.strip().lower()
-    for row in load_kv_dtypes().values():
-        if wanted == row.id or wanted in row.aliases:
-            return row.id
-    allowed = ", ".join(
-        f"{row.id} ({', '.join(row.aliases)})" if row.aliases else row.id for row in load_kv_dtypes().values()
-    )
-    raise ValueError(f"KV cache dtype {name!r} is not known; allowed: {allowed}")
+    return next((row.id for row in load_kv_dtypes().values() if wanted == row.id or wanted in row.aliases), None)
 
 
 def eight_bit_kv(engine: ServingEngine) -> str | None:

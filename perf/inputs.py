@@ -35,11 +35,10 @@ def _kv_allowed() -> str:
     """The --kv-cache-dtype values, as the catalog lists them: auto is the advisor's, the model's own dtype by name."""
     words = ["auto (the advisor's)"]
     for row in load_kv_dtypes().values():
-        names = ", ".join(row.aliases) if row.id == "auto" else row.id
-        if row.id == "auto":
-            words.append(f"{names} (the model's own)")
+        if row.id == "auto":  # the catalog's auto is the model's own dtype; here auto is the advisor's choice
+            words.append(f"{', '.join(row.aliases)} (the model's own)")
         else:
-            words.append(f"{names} ({', '.join(row.aliases)})" if row.aliases else names)
+            words.append(f"{row.id} ({', '.join(row.aliases)})" if row.aliases else row.id)
     return ", ".join(words)
 
 
@@ -114,10 +113,9 @@ class PerfRequest(BaseModel):
         """
         if value == AUTO_KV:
             return value
-        try:
-            found = find_kv_dtype(value)
-        except ValueError:
-            raise ValueError(f"KV cache dtype {value!r} is not known; allowed: {_kv_allowed()}") from None
+        found = find_kv_dtype(value)
+        if found is None:
+            raise ValueError(f"KV cache dtype {value!r} is not known; allowed: {_kv_allowed()}")
         return MODEL_KV if found == "auto" else found
 
     @property
