@@ -188,7 +188,7 @@ def modelopt(plan: Plan, lead: str = "") -> Source:
     )
     tool = plan.tr("NVIDIA ModelOpt's hf_ptq.py (run it in a checkout of github.com/NVIDIA/Model-Optimizer)")
     made = plan.tr("The first command makes {path} with {tool}, then the server loads it.").format(path=path, tool=tool)
-    note = plan.tr("{first} {second}").format(first=lead, second=made) if lead else made_note(plan, path, tool)
+    note = sentences(plan, lead, made) if lead else made_note(plan, path, tool)
     return Source(path=path, prepare=[command], notes=[note], warnings=warnings)
 
 
