@@ -13,6 +13,7 @@ from catalog.quantization import load_quant_methods
 from perf import NoEstimateError, estimate, request_from_advice
 from perf.cli import main as perf_main
 from selector import AdviceRequest, advise, gate
+from selector.memory import fit
 from tco.throughput import estimate_advice
 from tests.pages.apptest import english_leftovers, metric, open_page, open_tab, texts
 from tests.selector.flag_specs import SPECS
@@ -143,8 +144,6 @@ def test_a_910c_is_fitted_as_its_two_dies_and_its_commands_count_devices() -> No
     _parses(advice.launch.command_line, "vllm")
     # Each die holds its own share of every sequence's KV: with 8 KV heads over 16 devices each is replicated, so
     # eight cards hold half the sequences that eight 128 GB devices would.
-    from selector.memory import fit
-
     model, npu = find_model("qwen2.5-72b"), find_gpu("910C")
     kwargs = {"split_kind": "tensor", "quant": "bf16", "kv_dtype": "auto", "context": 4096, "concurrency": 16}
     kwargs["prefer_wide"] = True  # one copy over all eight cards
