@@ -81,14 +81,38 @@ def quantize_input(plan: Plan) -> tuple[str, list[str]]:
     A model published only in FP8 (DeepSeek-R1) has no 16-bit weights to calibrate from: the step reads a BF16
     copy the user makes first, and the warning says how, where the catalog knows a converter.
     """
+    return _bf16_copy(
+        plan,
+        plan.tr(
+            "{model} is published in {native} only, and the quantize step calibrates 16-bit weights: it reads {path}."
+        ),
+        plan.tr("Or pick a format with a published checkpoint."),
+    )
+
+
+def served_bf16(plan: Plan) -> Source:
+    """BF16 weights served as they are: the published checkpoint, or a BF16 copy of a model published in FP8 only.
+
+    Loading the FP8 download would serve FP8 (its config.json carries the quantization), not the BF16 the advice
+    sized the memory for.
+    """
+    path, warnings = _bf16_copy(
+        plan,
+        plan.tr("{model} is published in {native} only: serving it in BF16 loads a BF16 copy, {path}."),
+        plan.tr("Or serve the published {native} checkpoint ({repo}) in half the memory.").format(
+            native=get_quant(plan.model.native_format).name, repo=plan.model.repo
+        ),
+    )
+    return Source(path=path, warnings=warnings)
+
+
+def _bf16_copy(plan: Plan, head: str, tail: str) -> tuple[str, list[str]]:
+    """The published BF16 checkpoint, or the path of a copy made first with a warning: `head`, how, `tail`."""
     model = plan.model
     if model.native_format == "bf16" or model.checkpoint("bf16"):
         return bf16(model), []
     path = placeholder(model, "BF16")
     converter = FP8_TO_BF16.get(model.architecture)
-    head = plan.tr(
-        "{model} is published in {native} only, and the quantize step calibrates 16-bit weights: it reads {path}."
-    ).format(model=model.name, native=get_quant(model.native_format).name, path=path)
     how = (
         plan.tr("Make that first from {repo} with {script} of {source}, on a CUDA GPU ({arguments}).").format(
             repo=model.repo, script=converter[0], source=converter[1], arguments=converter[2]
@@ -96,8 +120,8 @@ def quantize_input(plan: Plan) -> tuple[str, list[str]]:
         if converter
         else plan.tr("Make that first; no converter for its architecture is in the catalog.")
     )
-    tail = plan.tr("Or pick a format with a published checkpoint.")
-    return path, [sentences(plan, head, how, tail)]
+    native = get_quant(model.native_format).name
+    return path, [sentences(plan, head.format(model=model.name, native=native, path=path), how, tail)]
 
 
 def sentences(plan: Plan, *parts: str) -> str:
@@ -161,7 +185,7 @@ def hf_source(plan: Plan, online: set[str]) -> Source:
     quant = plan.quant
     published = plan.model.checkpoint(quant)
     if quant == "bf16":
-        return Source(path=bf16(plan.model))
+        return served_bf16(plan)
     if published:
         return Source(path=published)
     if quant in online:
@@ -195,7 +219,7 @@ def modelopt(plan: Plan, lead: str = "") -> Source:
 def trtllm_source(plan: Plan) -> Source:
     quant = plan.quant
     if quant == "bf16":
-        return Source(path=bf16(plan.model))
+        return served_bf16(plan)
     published = plan.model.checkpoint(quant)
     if quant == "awq" and published:
         return modelopt(
@@ -218,7 +242,7 @@ def lmdeploy_source(plan: Plan, backend: str) -> Source:
     quant, model = plan.quant, plan.model
     published = model.checkpoint(quant)
     if quant == "bf16":
-        return Source(path=bf16(model))
+        return served_bf16(plan)
     if quant == "fp8":
         if model.native_format == "fp8" and model.hf_repo:
             return Source(path=model.hf_repo)

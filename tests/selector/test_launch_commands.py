@@ -147,6 +147,20 @@ def test_published_checkpoints_are_served_directly() -> None:
     assert _cmd("vllm", GPT_OSS, quant="mxfp4").argv[2] == "openai/gpt-oss-120b"
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm", "lmdeploy"])
+def test_bf16_of_a_model_published_only_in_fp8_loads_a_bf16_copy_not_the_fp8_download(engine: str) -> None:
+    # The FP8 download's config.json carries its quantization: an engine loading it serves FP8, at half the memory
+    # the BF16 advice sized. The command loads a BF16 copy, and the warning says how to make it.
+    r1 = find_model("deepseek-r1")
+    command = _cmd(engine, r1, quant="bf16")
+    assert "deepseek-ai/DeepSeek-R1" not in command.argv and "./DeepSeek-R1-BF16" in command.argv
+    (warning,) = command.warnings
+    assert "fp8_cast_bf16.py" in warning and "Or serve the published FP8" in warning
+    # A model with BF16 weights of its own serves them, with nothing to warn about.
+    plain = _cmd(engine, find_model("qwen2.5-7b"), quant="bf16")
+    assert "Qwen/Qwen2.5-7B-Instruct" in plain.argv and not plain.warnings
+
+
 def test_fp8_without_a_published_checkpoint_is_quantized_at_load_on_vllm_and_sglang() -> None:
     model = _unpublished("qwen2.5-7b", "fp8_repo")
     vllm = _cmd("vllm", model, quant="fp8")
