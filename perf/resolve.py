@@ -66,10 +66,27 @@ def copy_layout(request: PerfRequest, gpus: int) -> dict[str, int | None]:
 
 
 def with_copy_layout(request: PerfRequest) -> PerfRequest:
-    """The request with its layout filled in when one copy spans nodes and none was given (see copy_layout)."""
+    """The request with its layout filled in when one copy spans nodes and none was given.
+
+    The advisor's own layout over nodes comes first: when, asked about one node, it lays the model over exactly
+    these GPUs (DeepSeek-R1 on 24 A800s: tensor parallel 8, three pipeline stages), `--gpus 24` is that advice, as
+    `--gpus 8` is. Otherwise see copy_layout.
+    """
     if request.layout_given or request.gpus <= node_gpus():
         return request
+    per_node = request.model_copy(update={"gpus": node_gpus()})
+    if _advisor_spans(per_node, request.gpus):
+        return per_node
     return request.model_copy(update=copy_layout(request, request.gpus))
+
+
+def _advisor_spans(per_node: PerfRequest, gpus: int) -> bool:
+    """Whether the advisor, asked about one node, lays the model over nodes totalling exactly `gpus` GPUs."""
+    try:
+        memory = _advice(per_node, max(per_node.concurrency, default=1)).memory
+    except PerfError:
+        return False  # the wide layout's own checks word what is wrong
+    return memory.fits and memory.nodes > 1 and memory.nodes * memory.gpus_per_node == gpus
 
 
 def _advised_gpus(request: PerfRequest) -> int:

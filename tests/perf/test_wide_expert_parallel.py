@@ -39,6 +39,20 @@ def test_a_mixture_of_experts_over_several_nodes_takes_wide_expert_parallelism_b
     assert (layout["gpus"], layout["tp"], layout["dp"], layout["ep"]) == (32, 1, 32, 32)
 
 
+def test_the_gpus_the_advisor_spreads_a_model_over_are_estimated_in_its_layout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The advisor serves DeepSeek-R1 on A800 40GB over 3 nodes of 8 (tensor parallel 8, 3 pipeline stages); wide
+    # expert parallelism would hold every attention weight on each of the 24 GPUs and not fit.
+    r1 = ("--gpu", "A800", "--model", "deepseek-r1", "--engine", "vllm", *LOAD, "--json")
+    per_node, total = (_run(capsys, *r1, "--gpus", gpus) for gpus in ("8", "24"))
+    assert per_node[0] == 0 and total[0] == 0, total[2]
+    by_node, by_total = json.loads(per_node[1]), json.loads(total[1])
+    assert by_total["layout"] == by_node["layout"] and by_total["layout"]["gpus"] == 24
+    assert (by_total["layout"]["tp"], by_total["layout"]["pp"]) == (8, 3)
+    assert by_total["levels"] == by_node["levels"]
+
+
 def test_a_dense_model_wider_than_a_node_without_its_layout_is_refused_by_name(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
