@@ -16,7 +16,7 @@ from catalog.tables import load_table
 PRICES_CSV = Path(__file__).parent / "data" / "gpu_prices.csv"
 MARKETS_CSV = Path(__file__).parent / "data" / "markets.csv"
 
-PriceKind = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned"]
+PriceKind = Literal["on_demand", "monthly", "spot", "reserved_1y", "reserved_3y", "owned"]
 PRICE_KINDS: tuple[PriceKind, ...] = get_args(PriceKind)
 PriceCurrency = Literal["USD", "CNY"]
 Market = Literal["cn", "global"]

@@ -68,6 +68,7 @@ def snapshot_book() -> PriceBook:
 
 KIND_WORDS: dict[str, str] = {
     "on_demand": N_("on-demand"),
+    "monthly": N_("monthly rental"),
     "spot": N_("spot"),
     "reserved_1y": N_("1-year reserved"),
     "reserved_3y": N_("3-year reserved"),

@@ -39,8 +39,17 @@ def test_picking_a_china_market_gpu_fills_its_yuan_price_and_names_the_seller() 
 
 
 def test_a_gpu_without_a_price_asks_for_one_and_says_why() -> None:
+    at = open_page("tco", {"gpu": "a800-40gb-pcie"})
+    assert any("No public hourly price on record for A800 40GB PCIe" in c for c in texts(at.caption))
+
+
+def test_a_gpu_rented_by_the_month_fills_in_no_price_and_lists_its_monthly_tier() -> None:
     at = open_page("tco", {"gpu": "h800-80gb-sxm"})
-    assert any("No public hourly price on record for H800 80GB SXM" in c for c in texts(at.caption))
+    assert any("No on-demand price on record for H800 80GB SXM" in c for c in texts(at.caption))
+    assert at.number_input(key="tco.price").value is None
+    tiers = next(d.value for d in at.dataframe if "Kind" in d.value.columns)
+    assert list(tiers["Kind"]) == ["monthly rental"] and list(tiers["Provider"]) == ["云擎天下"]
+    assert list(tiers["Price per GPU-hour"]) == ["11.98 CNY"]
 
 
 def test_the_rtx_4090_d_fills_its_yuan_price_from_its_chinese_seller() -> None:
@@ -50,10 +59,11 @@ def test_the_rtx_4090_d_fills_its_yuan_price_from_its_chinese_seller() -> None:
     assert "1.14 CNY/GPU-hour, on-demand, 算家云 (mainland China)" in " ".join(texts(at.caption))
 
 
-def test_an_ascend_npu_asks_for_a_price_and_says_why_in_chinese() -> None:
+def test_an_ascend_npu_fills_its_yuan_price_and_says_in_chinese_there_is_no_estimate() -> None:
     at = open_page("tco", {"gpu": "910B", "lang": "zh"})
     assert not at.exception
-    assert any("国内云厂商的昇腾服务器按询价出租" in c for c in texts(at.caption))
+    assert at.number_input(key="tco.price").value == pytest.approx(4.0)  # 模力方舟, per card-hour
+    assert any("模力方舟（Gitee AI）（中国大陆）" in c for c in texts(at.caption))
     assert any("Ascend 910B 64GB 上没有估算" in c for c in texts(at.caption))  # no throughput figure offered
     assert "**Ascend 910B 64GB 上公开发布的实测数据**" in texts(at.markdown)  # what was measured there, as published
     assert english_leftovers(at) == []
@@ -86,6 +96,7 @@ def test_compare_in_one_market_names_each_dropped_gpu_and_the_tier_each_option_u
         "A800 40GB SXM",
         "A800 80GB SXM",
         "H20 96GB",
+        "L20 48GB",
         "RTX 3090 24GB",
         "RTX 4090 24GB",
         "RTX 4090 D 24GB",
@@ -100,6 +111,16 @@ def test_compare_in_one_market_names_each_dropped_gpu_and_the_tier_each_option_u
         "- Ascend 910B 64GB: GPU types of kind NPU (Huawei Ascend) (no step-time model; the engine advisor lists"
         in dropped
     )
+
+
+def test_compare_at_monthly_rent_ranks_the_gpus_rented_by_the_month() -> None:
+    at = open_page("compare", {**CHINA, "counts": "8", "price_tier": "monthly"}, timeout_s=TIMEOUT_S)
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert set(table["GPU"]) == {"H800 80GB SXM", "L20 48GB"}
+    h800 = table[table["GPU"] == "H800 80GB SXM"].iloc[0]
+    assert h800["price tier"] == "monthly rental · 云擎天下 (mainland China)"
+    assert "- H20 96GB: no monthly rental price on record (give one in prices)" in " ".join(texts(at.markdown))
 
 
 def test_compare_in_chinese_words_the_market_and_the_dropped_gpus() -> None:

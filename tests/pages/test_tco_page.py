@@ -59,8 +59,8 @@ def test_a_gpu_without_a_price_asks_for_one_and_computes_nothing() -> None:
     at.number_input(key="tco.price").set_value(8.0).run()
     assert metric(at, "Cost per request") == "0.00049 CNY"  # 8 / (900 / 200 x 3600)
     assert url_params(at)["price"] == "8"
-    at.selectbox(key="tco.gpu").set_value("l20-48gb").run()  # another unpriced GPU: the price goes
-    assert not at.metric and [w for w in texts(at.warning) if w.startswith("No price for L20 48GB")]
+    at.selectbox(key="tco.gpu").set_value("a800-40gb-pcie").run()  # another unpriced GPU: the price goes
+    assert not at.metric and [w for w in texts(at.warning) if w.startswith("No price for A800 40GB PCIe")]
 
 
 def test_cost_by_kind_of_token_at_full_load_and_at_the_traffic() -> None:

@@ -53,12 +53,25 @@ def test_the_cost_page_opens_with_the_handbooks_a800_price_and_the_catalog_agree
 
 def test_china_market_gpus_are_priced_in_yuan_from_chinese_clouds_or_say_why_not() -> None:
     book = snapshot_book()
-    for gpu_id in ("a800-80gb-sxm", "h20-96gb"):
+    for gpu_id in ("a800-80gb-sxm", "h20-96gb", "l20-48gb", "ascend-910b-64gb"):
         tier = book.lowest(gpu_id, "on_demand", "CNY", FX)
         assert tier is not None and tier.currency == "CNY" and tier.region == "mainland China"
-    for gpu in load_gpus():
-        if gpu.id in {"h800-80gb-sxm", "l20-48gb"}:
-            assert not book.priced(gpu.id) and "Chinese-cloud" in gpu.price_note
+    # H800 and the 910C are rented by the month as whole servers: a monthly tier, and no on-demand price to fill in.
+    for gpu_id in ("h800-80gb-sxm", "ascend-910c-128gb"):
+        assert book.lowest(gpu_id, "on_demand", "CNY", FX) is None
+        monthly = book.lowest(gpu_id, "monthly", "CNY", FX)
+        assert monthly is not None and monthly.currency == "CNY" and "720 hours" in monthly.note
+    assert "A800 40GB PCIe" in {g.name for g in load_gpus() if "Chinese-cloud" in g.price_note}
+
+
+def test_a_monthly_price_is_below_the_same_sellers_hourly_one_and_derived_in_its_note() -> None:
+    # 天翼云's L20: 7,545 CNY a month for one card is 10.48 per GPU-hour over 720 hours, against 15.72 by the hour.
+    tiers = {t.kind: t for t in snapshot_book().for_gpu("l20-48gb") if t.provider == "天翼云"}
+    assert tiers["monthly"].price_per_gpu_hour == pytest.approx(7545 / 720, abs=1e-4)
+    assert tiers["monthly"].price_per_gpu_hour < tiers["on_demand"].price_per_gpu_hour == 15.72
+    assert catalog_price("L20", "CNY", FX) == 15.72
+    assert catalog_price("H800", "CNY", FX) is None
+    assert catalog_price("H800", "CNY", FX, kind="monthly") == pytest.approx(69000 / 8 / 720, abs=1e-4)
 
 
 def test_a_band_is_kept_as_its_low_and_high_end_and_picking_a_gpu_fills_the_low_end() -> None:
