@@ -96,7 +96,7 @@ def _gpu_input() -> None:
     )
     gpu_id = st.session_state.get(K("gpu"))
     if gpu_id and gpu_id != CUSTOM_GPU:
-        price_record(gpu_id, st.session_state[K("currency")], st.session_state[K("fx")])
+        price_record(gpu_id, st.session_state[K("currency")], st.session_state[K("fx")], K("price"))
     refresh_button()
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from db import stored_prices
-from tests.pages.apptest import english_leftovers, open_page, texts
+from tests.pages.apptest import english_leftovers, metric, open_page, texts, url_params
 
 CATALOG = Path(__file__).parents[1] / "tco" / "gpuhunt_catalog"
 BROKEN = Path(__file__).parents[1] / "tco" / "gpuhunt_broken"
@@ -50,6 +50,12 @@ def test_a_gpu_rented_by_the_month_fills_in_no_price_and_lists_its_monthly_tier(
     tiers = next(d.value for d in at.dataframe if "Kind" in d.value.columns)
     assert list(tiers["Kind"]) == ["monthly rental"] and list(tiers["Provider"]) == ["云擎天下"]
     assert list(tiers["Price per GPU-hour"]) == ["11.98 CNY"]
+    # One click puts the monthly rent in, and the costs follow.
+    (use,) = [b for b in at.button if b.key == "tco.use_tier"]
+    assert use.label == "Use the monthly rental price: 11.98 CNY/GPU-hour (云擎天下)"
+    use.click().run()
+    assert at.number_input(key="tco.price").value == pytest.approx(11.9792)
+    assert url_params(at)["price"] == "11.9792" and metric(at, "Cost per request").endswith(" CNY")
 
 
 def test_the_rtx_4090_d_fills_its_yuan_price_from_its_chinese_seller() -> None:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from catalog import find_gpu
-from catalog.prices import PriceTier
+from catalog.prices import PRICE_KINDS, PriceTier
 from settings import get_settings
 from tco.money import format_money
 from tco.price_refresh import RefreshReport, refresh_prices
@@ -25,8 +25,12 @@ def tier_text(tier: PriceTier) -> str:
     )
 
 
-def price_record(gpu_id: str, currency: str, cny_per_usd: float) -> None:
-    """The GPU's lowest on-demand tier (the price picking it fills in) and all its tiers, or why it has none."""
+def price_record(gpu_id: str, currency: str, cny_per_usd: float, price_key: str) -> None:
+    """The GPU's lowest on-demand tier (the price picking it fills in) and all its tiers, or why it has none.
+
+    A GPU with other tiers only (H800 and the 910C are rented by the month) offers its first one, by kind, as a
+    button that fills it into the price (`price_key`).
+    """
     gpu = find_gpu(gpu_id)
     book = price_book()
     tier = book.lowest(gpu.id, "on_demand", currency, cny_per_usd)
@@ -38,10 +42,11 @@ def price_record(gpu_id: str, currency: str, cny_per_usd: float) -> None:
             )
         )
         return
-    if tier is None:  # only committed, spot or owned tiers: picking the GPU fills in no price
+    if tier is None:  # only monthly, committed, spot or owned tiers: picking the GPU fills in no price
         st.caption(
             _("No on-demand price on record for {gpu}; enter yours (its other tiers are below).").format(gpu=gpu.name)
         )
+        _use_other_tier(gpu.id, currency, cny_per_usd, price_key)
     else:
         st.caption(
             _("Lowest on-demand price on record: {tier}. Source: {source}").format(
@@ -62,6 +67,32 @@ def price_record(gpu_id: str, currency: str, cny_per_usd: float) -> None:
             ],
             hide_index=True,
         )
+
+
+def _use_other_tier(gpu_id: str, currency: str, cny_per_usd: float, price_key: str) -> None:
+    """A button filling in the GPU's lowest tier of its first kind on record (monthly before spot and reserved)."""
+    book = price_book()
+    for kind in PRICE_KINDS:
+        value = book.price(gpu_id, kind, currency, cny_per_usd)
+        tier = book.lowest(gpu_id, kind, currency, cny_per_usd)
+        if value is None or tier is None:
+            continue
+        st.button(
+            _("Use the {kind} price: {price}/GPU-hour ({provider})").format(
+                kind=kind_text(kind, _),
+                price=format_money(value, currency, language=language()),
+                provider=_(tier.provider),
+            ),
+            key="tco.use_tier",
+            on_click=_fill_price,
+            args=(price_key, value),
+            icon=":material/sell:",
+        )
+        return
+
+
+def _fill_price(price_key: str, value: float) -> None:
+    st.session_state[price_key] = value
 
 
 def _refresh() -> None:
