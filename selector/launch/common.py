@@ -136,6 +136,11 @@ def other_nodes(plan: Plan) -> str:
     return plan.tr("node 1") if plan.nodes == 2 else plan.tr("node i (1-{last})").format(last=plan.nodes - 1)
 
 
+def other_rank(plan: Plan) -> str:
+    """The rank those nodes take: '1' when there is one, 'i' when other_nodes names several ('node i (1-3)')."""
+    return "1" if plan.nodes == 2 else "i"
+
+
 def node_names(nodes: int) -> list[str]:
     return [HEAD_NODE, *(f"NODE{i}_IP" for i in range(1, nodes))]
 

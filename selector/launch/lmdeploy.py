@@ -9,6 +9,7 @@ from selector.launch.common import (
     extra_copies,
     moe_ep,
     other_nodes,
+    other_rank,
     tp_size,
 )
 from selector.launch.sources import lmdeploy_source
@@ -153,10 +154,10 @@ def _server(plan: Plan, argv: list[str]) -> tuple[list[str], list[str], list[tup
             argv += ["--nnodes", str(plan.nodes), "--node-rank", "0"]
             notes.append(
                 plan.tr(
-                    "This is node 0 of {nodes}: on {others} run the same command with --node-rank i; set "
+                    "This is node 0 of {nodes}: on {others} run the same command with --node-rank {rank}; set "
                     "LMDEPLOY_DP_MASTER_PORT to the same free port on every node, keep the checkpoint at the same path "
                     "and use RDMA (InfiniBand or RoCE) between nodes."
-                ).format(nodes=plan.nodes, others=other_nodes(plan))
+                ).format(nodes=plan.nodes, others=other_nodes(plan), rank=other_rank(plan))
             )
     else:
         argv += ["--server-port", str(plan.engine.default_port)]

@@ -13,6 +13,7 @@ from selector.launch.common import (
     extra_copies,
     moe_ep,
     other_nodes,
+    other_rank,
     tp_size,
     with_value,
 )
@@ -88,8 +89,14 @@ def _nodes(plan: Plan, argv: list[str]) -> tuple[list[str], str]:
     worker = with_value(argv, "--node-rank", "1")
     return argv, (
         plan.tr(
-            "This is node 0 of {nodes}. On {others} run the same command with --node-rank i: {command} (node 1). "
+            "This is node 0 of {nodes}. On {others} run the same command with --node-rank {rank}: {command} (node 1). "
             "{port} must be a free port on the head node; every node needs the checkpoint at the same path and "
             "RDMA (InfiniBand or RoCE) between nodes."
-        ).format(nodes=plan.nodes, others=other_nodes(plan), command=shlex.join(worker), port=SGLANG_DIST_INIT_PORT)
+        ).format(
+            nodes=plan.nodes,
+            others=other_nodes(plan),
+            rank=other_rank(plan),
+            command=shlex.join(worker),
+            port=SGLANG_DIST_INIT_PORT,
+        )
     )

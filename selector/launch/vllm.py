@@ -13,6 +13,7 @@ from selector.launch.common import (
     moe_ep,
     node_gpus,
     other_nodes,
+    other_rank,
     tp_size,
     with_value,
 )
@@ -118,12 +119,12 @@ def _nodes(plan: Plan, argv: list[str], *, dp: int, per_node: int) -> tuple[list
         return argv, (
             plan.tr(
                 "This is the head node (data-parallel ranks 0-{last}). On {others} run the same command with "
-                "--headless --data-parallel-start-rank {local}*i added: {command} (node 1). Every node needs the "
+                "--headless --data-parallel-start-rank {start} added: {command} (node 1). Every node needs the "
                 "checkpoint at the same path and RDMA (InfiniBand or RoCE) between nodes."
             ).format(
                 last=local - 1,
                 others=other_nodes(plan),
-                local=local,
+                start=local if plan.nodes == 2 else f"{local}*i",
                 command=shlex.join([*argv, "--headless", "--data-parallel-start-rank", str(local)]),
             )
         )
@@ -133,10 +134,15 @@ def _nodes(plan: Plan, argv: list[str], *, dp: int, per_node: int) -> tuple[list
     worker = with_value(argv, "--node-rank", "1")
     return argv, (
         plan.tr(
-            "This is node 0 of {nodes}. On {others} run the same command with --node-rank i and --headless: "
+            "This is node 0 of {nodes}. On {others} run the same command with --node-rank {rank} and --headless: "
             "{command} (node 1). Every node needs the same vLLM, the checkpoint at the same path and RDMA "
             "(InfiniBand or RoCE) between nodes."
-        ).format(nodes=plan.nodes, others=other_nodes(plan), command=shlex.join([*worker, "--headless"]))
+        ).format(
+            nodes=plan.nodes,
+            others=other_nodes(plan),
+            rank=other_rank(plan),
+            command=shlex.join([*worker, "--headless"]),
+        )
     )
 
 

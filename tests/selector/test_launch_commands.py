@@ -348,6 +348,10 @@ def test_multi_node_head_commands_carry_each_engines_own_flags() -> None:
         "HEAD_NODE_IP",
     )
     assert any("--headless" in note and "--node-rank 1" in note for note in vllm.notes)
+    # With one other node the note names its rank; with several it says which ranks i takes.
+    assert any("On node 1 run the same command with --node-rank 1 and --headless" in note for note in vllm.notes)
+    three = _cmd("vllm", **{**layout, "split": 24, "pipeline_parallel": 3, "nodes": 3})
+    assert any("On node i (1-2) run the same command with --node-rank i and --headless" in n for n in three.notes)
     sglang = _cmd("sglang", **layout)
     assert (_value(sglang, "--nnodes"), _value(sglang, "--node-rank")) == ("2", "0")
     assert _value(sglang, "--dist-init-addr").startswith("HEAD_NODE_IP:")
