@@ -397,7 +397,9 @@ or of that engine on that vendor), `datasheet` (no measured data of that engine 
 2. **Scheduling** (`perf/simulate.py`). A continuous-batching engine is simulated: decodes first, then prefills
    in chunks up to the token budget (one per attention data-parallel rank, as each rank schedules its own batch),
    at most `max_num_seqs` sequences (the engine's own default on that GPU, `catalog/data/engine_limits.csv`, or
-   `--max-num-seqs`), KV capacity from the memory fit, and preemption (recompute) when the cache is full.
+   `--max-num-seqs`), KV capacity from the memory fit at the engine's own default memory share
+   (`catalog/data/engines.csv`: vLLM and SGLang take a share of the whole GPU, TensorRT-LLM and LMDeploy a share of
+   what loading the weights left), and preemption (recompute) when the cache is full.
    Closed-loop levels start all users at once, as the probe does, and count every request; `max` is the closed
    loop at the most sequences the engine and the KV cache allow. A closed loop's throughput is users / mean E2E
    (as benchmarks compute it), never more than its simulated schedule completes; a Poisson rate counts as taken
@@ -599,6 +601,13 @@ publishers give throughput per node of 8 GPUs, so that is what is compared.
   sgl-cookbook and other public benchmark repositories; none was found. The cookbook's one dense run (Llama-3.1-70B
   on 8x A100, 0.5.6) leaves the prompt lengths random, the READMEs' tables are ShareGPT or rate-based, and the
   fixed-length closed loops in pull requests are of MoE models.
+
+- Each engine's own memory share for the KV cache (kept, 2026-12-07). Before, every engine's cache was sized as
+  vLLM's: 0.9 of the whole GPU less the weights. TensorRT-LLM (`--kv_cache_free_gpu_memory_fraction` 0.9) and
+  LMDeploy (`--cache-max-entry-count` 0.8) take their share of what loading the weights left, so a large model on
+  few GPUs has more room there (Llama-3.1-70B FP8 on one H100: none under vLLM's share, 5.2 GB under TensorRT-LLM's).
+  Six TensorRT-LLM measurements that had no room under the old share are now simulated. Held out by source: TPOT
+  17.1% -> 17.0%, output tok/s 15.6% -> 15.5%, TTFT 33.7% -> 33.5%; SGLang's TTFT coverage 73.5% -> 73.8%.
 
 ## Calibration by a run of several levels
 A stored probe run (or an imported one) of a configuration scales the step time by what its levels measured and

@@ -4,7 +4,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog.errors import UnknownEngineError
 from catalog.gpus import Gpu
@@ -99,6 +99,9 @@ class ServingEngine(BaseModel):
     primary_backend_quant: tuple[str, ...] = ()  # quantization methods the preferred backend loads
     fallback_backend_quant: tuple[str, ...] = ()  # quantization methods the next backend loads
     online_fp8_block: int = 0  # the block of its own FP8 quantization of a BF16 checkpoint at load (0: per tensor)
+    kv_memory_share: float = Field(default=0.9, gt=0, le=1)  # its default share of GPU memory (see kv_memory_of)
+    kv_memory_of: Literal["total", "free"] = "total"  # of the whole GPU (weights included), or of what loading left
+    kv_memory_source: str = ""
     source: str
     source_snapshot: str
 

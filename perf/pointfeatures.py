@@ -46,7 +46,7 @@ def point_features(point: Point) -> PointFeatures | None:
         return None
     model, gpu = find_model(point.model), find_gpu(point.gpu)
     context = point.input_tokens + point.output_tokens
-    capacity = kv_capacity_tokens(model, gpu, point.quant, point.kv_dtype, point.shape, context)
+    capacity = kv_capacity_tokens(model, gpu, point.quant, point.kv_dtype, point.shape, context, point.engine)
     if capacity < context:
         return None
     c = point.concurrency

@@ -292,7 +292,9 @@ def resolve(request: PerfRequest) -> Setup:
     kv_dtype = request.kv_dtype_given or advice.kv_cache_dtype
     family, family_name = family_for(request.engine)
     accepted, computed, draft_share = _speculation(request, model)
-    capacity = kv_capacity_tokens(model, gpu, advice.quantization, kv_dtype, shape, request.context_tokens)
+    capacity = kv_capacity_tokens(
+        model, gpu, advice.quantization, kv_dtype, shape, request.context_tokens, advice.engine
+    )
     if capacity <= 0:
         raise PerfError(f"gpus: {model.name} does not fit {shape.gpus}x {gpu.name} in {advice.quantization}")
     max_seqs, budget = _max_seqs(request, gpu), advice.max_num_batched_tokens

@@ -84,7 +84,6 @@ def _launches(ctx: AdviceContext, c: _Choices) -> tuple[LaunchCommand, LaunchCom
         "context": ctx.context_tokens,
         "max_num_seqs": c.max_num_seqs,
         "batched_tokens": c.batched_tokens,
-        "gpu_memory_utilization": ctx.book.limits.gpu_memory_utilization,
         "slots": max(1, min(ctx.request.concurrency, result.max_concurrent_sequences)),
         "language": ctx.language,
     }

@@ -11,7 +11,7 @@ from i18n import DEFAULT_LANGUAGE, Language, Translate, identity, translate
 from selector.advice import Decision
 from selector.custom import custom_model
 from selector.inputs import AdviceRequest
-from selector.memory import MemoryFit, Policy, fit, min_gpus
+from selector.memory import MemoryFit, Policy, fit, memory_policy, min_gpus
 from selector.rules import Explained, RuleBook, load_rules
 
 
@@ -181,6 +181,7 @@ class AdviceContext:
             and engine.id in book.attention_data_parallel.engines
             and not (latency_first and low_concurrency),
             online_fp8_block=engine.online_fp8_block,
+            **memory_policy(engine),
         )
 
     def fit(self, engine: ServingEngine, quant: str, kv: str, gpus: int | None = None) -> MemoryFit:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from catalog import Gpu
+from catalog.engines import ServingEngine, get_engine
 from catalog.kvcache import kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_share_per_gpu
 from catalog.models import ModelSpec
 from catalog.quantization import BYTES_PER_GB, expert_weights_bytes, get_quant, weights_bytes
@@ -25,9 +26,24 @@ class Policy(BaseModel):
     expert_parallel_allowed: bool = False  # the engine can, so use it when tensor parallelism breaks the experts
     attention_data_parallel: bool = False  # MLA: every GPU keeps its own sequences' latent KV
     online_fp8_block: int | None = None  # the engine's FP8 at load, in blocks of this (None: as a block checkpoint)
+    kv_memory_share: float | None = None  # the engine's share of GPU memory (None: the default engine's, rules.toml)
+    kv_memory_of_free: bool = False  # that share is of the memory loading left (TensorRT-LLM, LMDeploy), not of all
 
 
 NO_POLICY = Policy()
+
+
+def memory_policy(engine: ServingEngine) -> dict[str, object]:
+    """The Policy fields of an engine's memory share (catalog/data/engines.csv kv_memory_share, kv_memory_of)."""
+    return {"kv_memory_share": engine.kv_memory_share, "kv_memory_of_free": engine.kv_memory_of == "free"}
+
+
+def _memory_share(policy: Policy) -> tuple[float, bool]:
+    """(share, of the free memory) for a fit: the policy's engine, else the engine rules.toml [limits] names."""
+    if policy.kv_memory_share is not None:
+        return policy.kv_memory_share, policy.kv_memory_of_free
+    default = get_engine(load_rules().limits.memory_share_engine)
+    return default.kv_memory_share, default.kv_memory_of == "free"
 
 
 class Layout(BaseModel):
@@ -124,11 +140,20 @@ class MemoryFit(BaseModel):
         return max(0.0, self.kv_gb_per_gpu_for_target - max(self.kv_budget_gb_per_gpu, 0.0))
 
 
-def usable_gb_per_gpu(gpu: Gpu) -> float:
-    """Memory an engine may use on one GPU: the utilization share (Apple: the Metal-wired share) less the runtime."""
+def kv_budget_gb_per_gpu(gpu: Gpu, weights_gb_per_gpu: float, policy: Policy = NO_POLICY) -> float:
+    """What one GPU keeps for the KV cache (negative: the weights do not fit).
+
+    The engine's share of the whole GPU less the runtime and the weights (vLLM, SGLang), or its share of what the
+    runtime and the weights leave (TensorRT-LLM, LMDeploy). On Apple, the Metal-wired share of unified memory.
+    """
     limits = load_rules().limits
-    share = limits.apple_gpu_memory_share if gpu.kind == "apple" else limits.gpu_memory_utilization
-    return gpu.memory_gb * share - limits.runtime_overhead_gb_per_gpu
+    if gpu.kind == "apple":
+        share, of_free = limits.apple_gpu_memory_share, False
+    else:
+        share, of_free = _memory_share(policy)
+    if of_free:
+        return (gpu.memory_gb - limits.runtime_overhead_gb_per_gpu - weights_gb_per_gpu) * share
+    return gpu.memory_gb * share - limits.runtime_overhead_gb_per_gpu - weights_gb_per_gpu
 
 
 def weight_group(model: ModelSpec, quant: str, online_fp8_block: int | None = None) -> int:
@@ -237,6 +262,7 @@ def fit_layout(
     context: int,
     concurrency: int,
     nodes: int = 1,
+    policy: Policy = NO_POLICY,
 ) -> MemoryFit:
     """The fit of one layout: weights and KV per GPU, and how many sequences of `context` tokens fit.
 
@@ -256,10 +282,10 @@ def fit_layout(
             context=context,
             concurrency=concurrency,
             nodes=nodes,
+            policy=policy,
         )
         return _per_card(fitted, gpu, per)
     split, replicas = layout.split, layout.replicas
-    usable = usable_gb_per_gpu(gpu)
     total_bytes = weights_bytes(model, quant)
     weights_per_gpu = _weights_bytes_per_gpu(model, quant, layout) / BYTES_PER_GB
     share = (
@@ -269,7 +295,7 @@ def fit_layout(
     )
     per_sequence = kv_bytes_per_sequence(model, kv_dtype, context)
     per_seq_gb = per_sequence * share / BYTES_PER_GB
-    budget = usable - weights_per_gpu
+    budget = kv_budget_gb_per_gpu(gpu, weights_per_gpu, policy)
     per_gpu_sequences = max(0, math.floor(budget / per_seq_gb)) if budget > 0 else 0
     ranks = split if layout.attention_data_parallel else 1
     per_replica = per_gpu_sequences * ranks
@@ -300,7 +326,7 @@ def fit_layout(
         context_tokens=context,
         target_concurrency=concurrency,
         memory_gb_per_gpu=gpu.memory_gb,
-        reserved_gb_per_gpu=gpu.memory_gb - usable,
+        reserved_gb_per_gpu=gpu.memory_gb - weights_per_gpu - budget,
         weights_gb=round(total_bytes / BYTES_PER_GB, 3),
         weights_gb_per_gpu=round(weights_per_gpu, 3),
         kv_bytes_per_token=kv_bytes_per_token(model, kv_dtype),
@@ -402,7 +428,7 @@ def fit(
     """
     kwargs = {"split_kind": split_kind, "quant": quant, "kv_dtype": kv_dtype, "context": context}
     if split_kind == "layer":
-        return fit_layout(model, gpu, Layout(tensor_parallel=gpus), concurrency=concurrency, **kwargs)  # type: ignore[arg-type]
+        return fit_layout(model, gpu, Layout(tensor_parallel=gpus), concurrency=concurrency, policy=policy, **kwargs)  # type: ignore[arg-type]
     candidates: list[MemoryFit] = []
     skipped: list[SkippedLayout] = []
     for t in range(1, gpus + 1):
@@ -413,7 +439,7 @@ def fit(
             skipped.append(SkippedLayout(gpus=t, objections=tuple(problems)))
             continue
         layout = layout.model_copy(update={"replicas": gpus // t})
-        candidates.append(fit_layout(model, gpu, layout, concurrency=concurrency, **kwargs))  # type: ignore[arg-type]
+        candidates.append(fit_layout(model, gpu, layout, concurrency=concurrency, policy=policy, **kwargs))  # type: ignore[arg-type]
     meeting = [c for c in candidates if c.meets_concurrency]
     if meeting:
         best = meeting[-1] if prefer_wide else meeting[0]
@@ -454,6 +480,7 @@ def fit_nodes(
             context=context,
             concurrency=concurrency,
             nodes=nodes,
+            policy=policy,
         )
     return None
 

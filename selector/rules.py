@@ -134,7 +134,7 @@ class Limits(BaseModel):
 
     max_gpus: int
     max_nodes: int
-    gpu_memory_utilization: float
+    memory_share_engine: str  # the engine whose share of GPU memory a fit without an engine reads (engines.csv)
     apple_gpu_memory_share: float
     runtime_overhead_gb_per_gpu: float
     source: str

@@ -40,7 +40,6 @@ class Plan(BaseModel):
     context: int
     max_num_seqs: int
     batched_tokens: int
-    gpu_memory_utilization: float
     speculative: Speculative
     slots: int = 1
     offload_gb: int | None = None  # KV offload for each engine (one model copy), in GiB

@@ -82,7 +82,7 @@ def lmdeploy_command(plan: Plan) -> LaunchCommand:
         "--max-prefill-token-num",
         str(plan.batched_tokens),
         "--cache-max-entry-count",
-        "0.8",
+        f"{plan.engine.kv_memory_share:g}",
     ]
     if plan.kv_dtype == "int8":
         argv += ["--quant-policy", "8"]

@@ -37,7 +37,7 @@ def trtllm_command(plan: Plan) -> LaunchCommand:
         "--max_seq_len",
         str(plan.context),
         "--kv_cache_free_gpu_memory_fraction",
-        f"{plan.gpu_memory_utilization:g}",
+        f"{plan.engine.kv_memory_share:g}",
         "--extra_llm_api_options",
         "extra.yml",
         "--host",

@@ -48,7 +48,7 @@ def vllm_command(plan: Plan) -> LaunchCommand:
         "--max-num-batched-tokens",
         str(plan.batched_tokens),
         "--gpu-memory-utilization",
-        f"{plan.gpu_memory_utilization:g}",
+        f"{plan.engine.kv_memory_share:g}",
     ]
     argv += _speculative(plan)
     if plan.offload_gb:

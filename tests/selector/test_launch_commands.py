@@ -86,7 +86,6 @@ def _plan(engine: str = "vllm", model: ModelSpec | None = None, /, **changes: ob
         "context": 4096,
         "max_num_seqs": 256,
         "batched_tokens": 4096,
-        "gpu_memory_utilization": 0.9,
         "speculative": OFF,
         **changes,
     }

@@ -192,3 +192,23 @@ def test_a_model_that_one_node_holds_only_below_the_target_says_how_many_gpus_an
     assert f"More GPUs: 8x H20 96GB hold the model, with room for {eight.max_concurrent_sequences} of the 16" in said
     assert "More nodes: 2 nodes of 8x H20 96GB hold 16 sequences" in said
     assert any("More GPUs: 8x H20" in warning for warning in advice.warnings)
+
+
+def test_each_engine_sizes_its_kv_cache_as_its_own_memory_flag_does() -> None:
+    # Llama-3.1-70B in FP8 (72.7 GB) on one H100 80GB. vLLM's --gpu-memory-utilization 0.9 is a share of the whole
+    # GPU: 72 GB, less the weights and the runtime, leaves nothing. TensorRT-LLM's --kv_cache_free_gpu_memory_fraction
+    # 0.9 and LMDeploy's --cache-max-entry-count 0.8 are shares of what loading left: 80 - 1.5 - 72.7 GB.
+    ask = {"gpu": "H100", "gpus": "1", "model": "llama3.1-70b", "quant": "fp8"}
+    vllm, trt, lmdeploy = (
+        advise(AdviceRequest.model_validate({**ask, "engine": e})) for e in ("vllm", "tensorrt-llm", "lmdeploy")
+    )
+    assert not vllm.memory.fits
+    left = 80 - 1.5 - vllm.memory.weights_gb_per_gpu
+    assert trt.memory.kv_budget_gb_per_gpu == pytest.approx(0.9 * left, abs=0.01)
+    assert lmdeploy.memory.kv_budget_gb_per_gpu == pytest.approx(0.8 * left, abs=0.01)
+    assert trt.memory.fits and trt.memory.max_concurrent_sequences == 7  # 5.22 GB at 160 KiB per FP8 token
+    # The commands carry the same shares, read from the engine catalog.
+    argv = list(trt.launch.argv)
+    assert argv[argv.index("--kv_cache_free_gpu_memory_fraction") + 1] == "0.9"
+    argv = list(lmdeploy.launch.argv)
+    assert argv[argv.index("--cache-max-entry-count") + 1] == "0.8"
