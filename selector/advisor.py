@@ -17,7 +17,7 @@ from selector.engine_choice import choose_engine
 from selector.inputs import AdviceRequest
 from selector.launch import LaunchCommand, Plan, launch_command
 from selector.layout import memory_decision, multi_node, parallel_decisions, suggestions
-from selector.memory import MemoryFit
+from selector.memory import Layout, MemoryFit, fit_layout
 from selector.quant_choice import choose_quant, fit_quant
 from selector.serving import (
     batching_decision,
@@ -104,9 +104,52 @@ def _launches(ctx: AdviceContext, c: _Choices) -> tuple[LaunchCommand, LaunchCom
     runner_kv = c.kv if c.kv in {"auto", eight_bit_kv(runner)} else (eight_bit_kv(runner) or "auto")
     runner_facts = ctx.facts(engine_has_spec=yn(bool(runner.spec_methods)))
     runner_spec = decide_speculative(ctx.model, runner, runner_facts, ctx.language)
-    return launch, launch_command(
+    runner_launch = launch_command(
         Plan(engine=runner, quant=runner_quant, kv_dtype=runner_kv, speculative=runner_spec, **plan_kwargs)
     )
+    return launch, _without_room(ctx, c.memory, runner, runner_quant, runner_kv, runner_launch)
+
+
+def _without_room(
+    ctx: AdviceContext, chosen: MemoryFit, engine: ServingEngine, quant: str, kv: str, launch: LaunchCommand
+) -> LaunchCommand:
+    """The runner-up's command, warned when its engine's own memory share leaves the model no room in its layout.
+
+    The layout is the chosen engine's; another engine sizes its KV cache its own way (catalog/data/engines.csv), so
+    TensorRT-LLM's fit on one H100 can leave vLLM's command without room to start.
+    """
+    layout = Layout(
+        tensor_parallel=chosen.tensor_parallel,
+        pipeline_parallel=chosen.pipeline_parallel,
+        replicas=chosen.replicas,
+        expert_parallel=chosen.expert_parallel,
+        attention_data_parallel=chosen.attention_data_parallel,
+    )
+    runner = fit_layout(
+        ctx.model,
+        ctx.gpu,
+        layout,
+        split_kind=engine.split,
+        quant=quant,
+        kv_dtype=kv,
+        context=ctx.context_tokens,
+        concurrency=ctx.request.concurrency,
+        nodes=chosen.nodes,
+        policy=ctx.policy(engine),
+    )
+    if runner.fits:
+        return launch
+    warning = ctx.tr(
+        "{model} in {method} leaves no room for the KV cache on {gpus}x {gpu} at {engine}'s default memory share: "
+        "this command would not start as it is."
+    ).format(
+        model=ctx.model.name,
+        method=get_quant(quant).name,
+        gpus=chosen.gpus,
+        gpu=ctx.gpu.name,
+        engine=engine.name,
+    )
+    return launch.model_copy(update={"warnings": (*launch.warnings, warning)})
 
 
 def _notes(ctx: AdviceContext, c: _Choices, launch: LaunchCommand, runner_launch: LaunchCommand | None) -> None:

@@ -212,3 +212,14 @@ def test_each_engine_sizes_its_kv_cache_as_its_own_memory_flag_does() -> None:
     assert argv[argv.index("--kv_cache_free_gpu_memory_fraction") + 1] == "0.9"
     argv = list(lmdeploy.launch.argv)
     assert argv[argv.index("--cache-max-entry-count") + 1] == "0.8"
+    # TensorRT-LLM's runner-up, vLLM, gets the same layout and no room at its own share: its command says so.
+    assert trt.runner_up == "vllm" and trt.runner_up_launch is not None
+    (warning,) = [w for w in trt.runner_up_launch.warnings if "no room for the KV cache" in w]
+    assert "on 1x H100 80GB SXM at vLLM's default memory share" in warning
+    assert any(
+        w.startswith("Runner-up (vLLM): Llama-3.1-70B-Instruct in FP8 W8A8 leaves no room") for w in trt.warnings
+    )
+    # A runner-up that fits is not warned, over several nodes too (DeepSeek-R1 on 3 nodes of A800s).
+    r1 = advise(AdviceRequest.model_validate({"gpu": "A800", "gpus": "8", "model": "deepseek-r1"}))
+    assert r1.memory.nodes == 3 and r1.runner_up_launch is not None
+    assert not [w for w in r1.runner_up_launch.warnings if "no room for the KV cache" in w]
