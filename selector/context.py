@@ -205,7 +205,7 @@ class AdviceContext:
         """The fewest GPUs of one node that hold the model: with the target concurrency (`target`), else one sequence.
 
         `gpu` asks about another catalog GPU; `policy` applies the engine's expert and attention parallelism (its
-        FP8 at load applies either way).
+        FP8 at load and its share of memory apply either way).
         """
         return min_gpus(
             self.model,
@@ -216,7 +216,9 @@ class AdviceContext:
             context=self.context_tokens,
             concurrency=self.request.concurrency if target else 1,
             meet_concurrency=target,
-            policy=self.policy(engine) if policy else Policy(online_fp8_block=engine.online_fp8_block),
+            policy=self.policy(engine)
+            if policy
+            else Policy(online_fp8_block=engine.online_fp8_block, **memory_policy(engine)),
         )
 
 

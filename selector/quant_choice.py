@@ -5,7 +5,7 @@ from catalog.engines import ServingEngine
 from catalog.quantization import AUTO, get_quant, sm_name, weights_gb
 from selector.context import AdviceContext, engine_values
 from selector.gates import Gate, gate
-from selector.memory import memory_pressure
+from selector.memory import Policy, memory_policy, memory_pressure
 from selector.rules import matching
 
 
@@ -46,7 +46,13 @@ def choose_quant(ctx: AdviceContext, engine: ServingEngine) -> tuple[str, bool]:
     """
     r = ctx.request
     pressure = memory_pressure(
-        ctx.model, ctx.gpu, gpus=r.gpus, split_kind=engine.split, context=ctx.context_tokens, concurrency=r.concurrency
+        ctx.model,
+        ctx.gpu,
+        gpus=r.gpus,
+        split_kind=engine.split,
+        context=ctx.context_tokens,
+        concurrency=r.concurrency,
+        policy=Policy(**memory_policy(engine)),  # the engine's own share of memory, no parallel policy
     )
     facts = ctx.facts(memory_pressure=pressure)
     if r.quant != AUTO and _pinned_runs(ctx, engine, facts):

@@ -223,3 +223,30 @@ def test_each_engine_sizes_its_kv_cache_as_its_own_memory_flag_does() -> None:
     r1 = advise(AdviceRequest.model_validate({"gpu": "A800", "gpus": "8", "model": "deepseek-r1"}))
     assert r1.memory.nodes == 3 and r1.runner_up_launch is not None
     assert not [w for w in r1.runner_up_launch.warnings if "no room for the KV cache" in w]
+
+
+def test_how_hard_bf16_presses_on_memory_is_judged_at_the_engines_own_share() -> None:
+    # Llama-3.1-70B in BF16 over 2x H100: vLLM's 0.9 of the whole GPU leaves nothing after 70.6 GB of weights per GPU
+    # (extreme: quantize to fit at all); TensorRT-LLM's 0.9 of what loading left holds some sequences (tight).
+    from catalog.engines import get_engine
+    from selector.memory import memory_policy, memory_pressure
+
+    model, gpu = find_model("llama3.1-70b"), find_gpu("H100")
+    press = {
+        engine: memory_pressure(
+            model,
+            gpu,
+            gpus=2,
+            split_kind="tensor",
+            context=4096,
+            concurrency=16,
+            policy=Policy(**memory_policy(get_engine(engine))),
+        )
+        for engine in ("vllm", "tensorrt-llm")
+    }
+    assert press == {"vllm": "extreme", "tensorrt-llm": "tight"}
+    # The rules read it so: "BF16 weights alone overflow 2x A100" (SmoothQuant) is true at vLLM's share and false at
+    # LMDeploy's, which leaves 6.3 GB per GPU after the weights.
+    ask = {"gpu": "A100", "gpus": "2", "model": "llama3.1-70b", "priority": "throughput"}
+    vllm, lmdeploy = (advise(AdviceRequest.model_validate({**ask, "engine": e})) for e in ("vllm", "lmdeploy"))
+    assert vllm.quantization == "w8a8-int8" and lmdeploy.quantization == "awq"
