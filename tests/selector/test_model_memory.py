@@ -3,11 +3,12 @@
 import pytest
 
 from catalog import find_gpu
+from catalog.engines import get_engine
 from catalog.kvcache import kv_bytes_per_sequence, kv_bytes_per_token
 from catalog.models import find_model
 from catalog.quantization import weights_gb
 from selector import AdviceRequest, advise
-from selector.memory import Policy, fit, valid_splits
+from selector.memory import Policy, fit, memory_policy, memory_pressure, valid_splits
 
 
 def test_deepseek_v3_stores_one_compressed_latent_per_token_per_layer() -> None:
@@ -228,9 +229,6 @@ def test_each_engine_sizes_its_kv_cache_as_its_own_memory_flag_does() -> None:
 def test_how_hard_bf16_presses_on_memory_is_judged_at_the_engines_own_share() -> None:
     # Llama-3.1-70B in BF16 over 2x H100: vLLM's 0.9 of the whole GPU leaves nothing after 70.6 GB of weights per GPU
     # (extreme: quantize to fit at all); TensorRT-LLM's 0.9 of what loading left holds some sequences (tight).
-    from catalog.engines import get_engine
-    from selector.memory import memory_policy, memory_pressure
-
     model, gpu = find_model("llama3.1-70b"), find_gpu("H100")
     press = {
         engine: memory_pressure(
